@@ -1,0 +1,157 @@
+"""Event contracts of the producers: what enters the pipeline.
+
+Every message is a frozen, versioned pydantic model (``extra="forbid"``), discriminated
+by ``kind`` and keyed by repository id on the wire. Each event carries the producer that
+emitted it and that producer's sequence number: together they make a replayed event
+recognisable (the processors skip it) and tell the readers how many events are pending.
+File contents travel inline (base64 in JSON) up to a cap, so a worker never needs the
+repository on its disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+SCHEMA_VERSION = 1
+
+Origin = Literal["scan", "watch", "commit"]
+
+SkipReason = Literal[
+    "binary",
+    "too_large",
+    "unreadable",
+    "symlink_outside_repository",
+    "not_a_regular_file",
+]
+"""Why a FileChanged carries no content. The state records it; nothing is parsed."""
+
+
+def content_hash(data: bytes) -> str:
+    """The identity of a file's contents: sha256, hex."""
+    return hashlib.sha256(data).hexdigest()
+
+
+class Contract(BaseModel):
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        ser_json_bytes="base64",
+        val_json_bytes="base64",
+    )
+
+
+class EventBase(Contract):
+    v: Literal[1] = SCHEMA_VERSION
+    repo: str = Field(min_length=1, description="stable repository id")
+    producer: str = Field(min_length=1, description="the emitting producer's session id")
+    seq: int = Field(ge=1, description="the producer's sequence number, from 1, no gaps")
+    emitted_at: float = Field(description="unix time, seconds, when the producer emitted it")
+
+
+class FileChanged(EventBase):
+    """A file's contents at a point in time: scanned, saved in the work tree, or committed.
+
+    ``content`` is None when the file was skipped (``skipped`` says why); the state
+    records the file with that reason and keeps nothing parsed for it.
+    """
+
+    kind: Literal["file_changed"] = "file_changed"
+    path: str = Field(min_length=1, description="POSIX path relative to the repository root")
+    content: bytes | None
+    content_hash: str | None
+    size: int = Field(ge=0)
+    origin: Origin
+    commit: str | None = Field(description="the commit the contents come from, if any")
+    working_tree: bool = Field(description="True when read from the work tree, not a commit")
+    skipped: SkipReason | None = None
+
+
+class FileDeleted(EventBase):
+    kind: Literal["file_deleted"] = "file_deleted"
+    path: str = Field(min_length=1)
+    origin: Origin
+    commit: str | None
+    working_tree: bool
+
+
+class CommitObserved(EventBase):
+    """A new commit on the followed branch; its file events follow, then CommitCompleted."""
+
+    kind: Literal["commit_observed"] = "commit_observed"
+    sha: str = Field(min_length=7)
+    parents: tuple[str, ...]
+    branch: str
+    changed_paths: tuple[str, ...]
+    committed_at: float
+    subject: str = ""
+
+
+class ScanCompleted(EventBase):
+    """Barrier: every file of a full scan (or a reconciliation) has been emitted before it.
+
+    Once it is applied, the state reflects ``commit`` plus the work tree as scanned.
+    """
+
+    kind: Literal["scan_completed"] = "scan_completed"
+    commit: str | None
+    branch: str | None
+    files: int = Field(ge=0)
+    deleted: int = Field(ge=0, default=0)
+    full: bool = Field(description="a full scan (True) or a reconciliation from a git diff")
+    working_tree_dirty: bool
+
+
+class CommitCompleted(EventBase):
+    """Barrier: every file event of commit ``sha`` has been emitted before it."""
+
+    kind: Literal["commit_completed"] = "commit_completed"
+    sha: str = Field(min_length=7)
+    branch: str
+
+
+FileEvent = Annotated[
+    FileChanged | FileDeleted | CommitObserved | ScanCompleted | CommitCompleted,
+    Field(discriminator="kind"),
+]
+_FILE_EVENT = TypeAdapter(FileEvent)
+
+
+def decode_file_event(raw: bytes) -> FileEvent:
+    """Parse and validate one message of the file-events topic (raises ValidationError)."""
+    return _FILE_EVENT.validate_json(raw)
+
+
+def encode(event: Contract) -> bytes:
+    return event.model_dump_json().encode()
+
+
+class SourceStatus(Contract):
+    """A producer's heartbeat on the sources topic: what it has emitted so far.
+
+    Sent after every batch of events and every few seconds while idle. Readers compare
+    it with the last event the state reflects to compute pending events and lag
+    exactly. ``batch_first_seq``/``batch_started_at`` say when the last batch of events
+    (``batch_first_seq..last_seq``) was emitted; an idle heartbeat repeats them.
+    """
+
+    v: Literal[1] = SCHEMA_VERSION
+    kind: Literal["source_status"] = "source_status"
+    repo: str = Field(min_length=1)
+    producer: str = Field(min_length=1)
+    root: str = Field(description="the repository's path on the producer's machine")
+    branch: str | None
+    head_commit: str | None
+    working_tree_dirty: bool
+    last_seq: int = Field(ge=0)
+    batch_first_seq: int = Field(ge=1)
+    batch_started_at: float
+    sent_at: float
+    heartbeat_s: float = Field(gt=0, description="the interval of idle heartbeats")
+    state: Literal["scanning", "watching", "stopped"]
+
+
+def decode_source_status(raw: bytes) -> SourceStatus:
+    return SourceStatus.model_validate_json(raw)

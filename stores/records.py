@@ -1,0 +1,103 @@
+"""Records of the materialized state: per-file facts and the nodes and edges of the graph.
+
+They travel inside graph deltas (so they are frozen, versioned pydantic contracts) and
+they are what the query service serves. Line numbers are 1-based and inclusive.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SymbolKind = Literal[
+    "CLASS",
+    "FUNCTION",
+    "METHOD",
+    "VARIABLE",
+    "INTERFACE",
+    "STRUCT",
+    "ENUM",
+    "TRAIT",
+    "TYPE",
+    "MODULE",
+    "NAMESPACE",
+]
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SymbolRecord(Record):
+    name: str
+    qualname: str = Field(description="dotted path inside the file: Class.method")
+    kind: SymbolKind
+    line_start: int = Field(ge=1)
+    line_end: int = Field(ge=1)
+    signature: str = Field(description="the declaration line(s), without the body")
+    parent: str | None = Field(default=None, description="qualname of the enclosing symbol")
+    doc: str | None = Field(default=None, description="docstring or leading comment")
+
+
+class ImportRecord(Record):
+    module: str = Field(description="as written: 'os.path', './util', 'react'")
+    names: tuple[str, ...] = Field(default=(), description="imported names; () for the module")
+    level: int = Field(default=0, ge=0, description="Python relative-import dots")
+    line: int = Field(ge=1)
+
+
+class FileRecord(Record):
+    """What the state knows of one file at one version."""
+
+    path: str
+    language: str | None
+    size: int = Field(ge=0)
+    lines: int = Field(ge=0)
+    content_hash: str | None
+    skipped: str | None = Field(description="why the file has no parsed facts, if it has none")
+    parse_errors: int = Field(ge=0, description="syntax error regions tree-sitter recovered from")
+    problems: tuple[str, ...] = ()
+    symbols: tuple[SymbolRecord, ...] = ()
+    imports: tuple[ImportRecord, ...] = ()
+    origin: Literal["scan", "watch", "commit"]
+    commit: str | None
+    working_tree: bool
+
+
+NodeKind = Literal["FILE", "EXTERNAL_MODULE"] | SymbolKind
+EdgeKind = Literal[
+    "IMPORTS",
+    "CALLS",
+    "USES",
+    "EXTENDS",
+    "IMPLEMENTS",
+    "TESTS",
+    "REFERENCES",
+    "CONTAINS",
+    "DEFINED_BY",
+    "SIBLING",
+]
+
+
+class NodeRecord(Record):
+    id: str
+    kind: str
+    name: str
+    path: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+
+
+class EdgeRecord(Record):
+    src: str
+    dst: str
+    kind: str
+    weight: float = 1.0
+    confidence: Literal["import", "same_file", "same_folder", "name_match", "structural"] = (
+        "structural"
+    )
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.src, self.dst, self.kind)
