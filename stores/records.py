@@ -63,6 +63,10 @@ class FileRecord(Record):
     origin: Literal["scan", "watch", "commit"]
     commit: str | None
     working_tree: bool
+    producer: str = Field(
+        description="the producer session that last reported the file; a full scan of a "
+        "new session removes the files it did not report"
+    )
 
 
 NodeKind = Literal["FILE", "EXTERNAL_MODULE"] | SymbolKind

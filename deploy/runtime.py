@@ -1,0 +1,195 @@
+"""The composition root: builds the parts from Settings and runs them until stopped.
+
+``up`` runs everything in one process (broker, producers, worker, query service), each
+part talking to the others only through the topics, exactly as the distributed
+commands ``worker``, ``watch`` and ``serve`` do on their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import socket
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+import uvicorn
+
+from deploy import tansu_quirks
+from deploy.settings import Settings
+from deploy.topics_admin import ensure_topics
+from processors.app import WorkerConfig, create_app
+from producers.kafka_sink import KafkaSink
+from producers.session import SourceOptions, describe_repository, run_source
+from producers.topics import all_topics
+from query.api import create_api
+from query.materializer import Materializer
+from query.read_model import ReadModel
+from stores.delta_log import KafkaDeltaLog
+
+log = structlog.get_logger(__name__)
+
+TOPIC_CONFIG = {"retention.ms": "-1", "max.message.bytes": str(16 * 1024 * 1024)}
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    """Where the topics are, and which broker quirks to handle."""
+
+    bootstrap: str
+    tansu: bool
+
+    def client_options(self) -> dict[str, object]:
+        return tansu_quirks.client_options() if self.tansu else {}
+
+    async def end_offsets(self, consumer, partitions):  # type: ignore[no-untyped-def]
+        return await tansu_quirks.end_offsets(consumer, partitions, tansu=self.tansu)
+
+
+async def connect(settings: Settings, bootstrap: str) -> Cluster:
+    tansu = await tansu_quirks.detect_tansu(bootstrap)
+    if tansu:
+        tansu_quirks.install()
+    cluster = Cluster(bootstrap, tansu)
+    await ensure_topics(bootstrap, all_topics(settings.partitions), config=TOPIC_CONFIG)
+    log.info("broker_connected", bootstrap=bootstrap, tansu=tansu)
+    return cluster
+
+
+def run_dir(settings: Settings, role: str) -> Path:
+    """A private directory per process, so that two runs never share one."""
+    path = settings.data_dir / "runs" / f"{role}-{os.getpid()}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def free_port(host: str, preferred: int) -> int:
+    for port in (preferred, 0) if preferred else (0,):
+        with socket.socket() as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+            return int(sock.getsockname()[1])
+    raise OSError(f"no free port on {host}")
+
+
+async def run_worker(settings: Settings, cluster: Cluster, stop: asyncio.Event) -> None:
+    datadir = run_dir(settings, "worker")
+    config = WorkerConfig(
+        app_id=settings.app_id,
+        bootstrap=cluster.bootstrap,
+        partitions=settings.partitions,
+        datadir=str(datadir),
+        session_timeout_s=settings.session_timeout_s,
+    )
+    delta_log = KafkaDeltaLog(
+        cluster.bootstrap,
+        "gazetteer.graph-deltas.v1",
+        cluster.end_offsets,
+        client_options=cluster.client_options(),
+    )
+    app = create_app(config, delta_log=delta_log)
+    await app.start()
+    log.info("worker_started", app_id=settings.app_id)
+    try:
+        await stop.wait()
+    finally:
+        await app.stop()
+        shutil.rmtree(datadir, ignore_errors=True)
+        log.info("worker_stopped")
+
+
+async def run_query(
+    settings: Settings,
+    cluster: Cluster,
+    stop: asyncio.Event,
+    *,
+    model: ReadModel | None = None,
+    on_listening: Callable[[str], Awaitable[None] | None] | None = None,
+) -> None:
+    model = model or ReadModel()
+    materializer = Materializer(
+        model, cluster.bootstrap, cluster.end_offsets, client_options=cluster.client_options()
+    )
+    api = create_api(model, ready=materializer.ready.is_set)
+    port = free_port(settings.host, settings.port)
+    server = uvicorn.Server(
+        uvicorn.Config(api, host=settings.host, port=port, log_config=None, access_log=False)
+    )
+    feeding = asyncio.create_task(materializer.run(stop), name="materializer")
+    serving = asyncio.create_task(server.serve(), name="http")
+    while not server.started and not serving.done():
+        await asyncio.sleep(0.05)
+    url = f"http://{settings.host}:{port}"
+    log.info("query_service_listening", url=url, docs=f"{url}/docs")
+    if on_listening is not None:
+        result = on_listening(url)
+        if result is not None:
+            await result
+    try:
+        await stop.wait()
+    finally:
+        server.should_exit = True
+        await asyncio.gather(serving, feeding, return_exceptions=True)
+        log.info("query_service_stopped")
+
+
+async def run_sources(
+    settings: Settings,
+    cluster: Cluster,
+    roots: Sequence[Path],
+    stop: asyncio.Event,
+    *,
+    since: Callable[[str], str | None] = lambda repo: None,
+) -> None:
+    sink = KafkaSink(cluster.bootstrap, client_options=cluster.client_options())
+    await sink.start()
+    options = SourceOptions(
+        max_bytes=settings.max_file_bytes,
+        batch_size=settings.batch_size,
+        debounce_ms=settings.debounce_ms,
+        poll_s=settings.poll_s,
+        heartbeat_s=settings.heartbeat_s,
+    )
+    try:
+        tasks = []
+        for root in roots:
+            repo, branch, head = describe_repository(root)
+            log.info("repository_followed", repo=repo, root=str(root), branch=branch, head=head)
+            tasks.append(
+                run_source(root, sink, options, since_commit=since(repo), stop=stop)
+            )
+        await asyncio.gather(*tasks)
+    finally:
+        await sink.stop()
+
+
+async def report_progress(model: ReadModel, stop: asyncio.Event, every_s: float = 2.0) -> None:
+    """While ``up`` runs: one line per repository when its indexing progresses."""
+    last: dict[str, tuple[int, int, str]] = {}
+    while not stop.is_set():
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), every_s)
+        for repo, view in sorted(model.repos.items()):
+            fresh = model.freshness(repo)
+            now = (len(view.state.files), fresh.pending_events, fresh.status)
+            if last.get(repo) != now:
+                last[repo] = now
+                log.info(
+                    "index_progressed",
+                    repo=repo,
+                    files=now[0],
+                    pending=now[1],
+                    status=now[2],
+                    lag_ms=fresh.lag_ms,
+                )
+
+
+def elapsed_since(start: float) -> float:
+    return round(time.monotonic() - start, 2)

@@ -1,0 +1,47 @@
+"""One settings object per process, read once from the environment (``GAZETTEER_*``).
+
+No other module reads ``os.environ``: the composition root builds a Settings and passes
+what each part needs down as plain values.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="GAZETTEER_", frozen=True, extra="ignore")
+
+    broker: str = Field(
+        "embedded",
+        description="'embedded' (start Tansu on loopback) or kafka://host:port[,host:port]",
+    )
+    data_dir: Path = Field(Path.home() / ".gazetteer", description="run and cache directories")
+    host: str = Field("127.0.0.1", description="the query service's bind address")
+    port: int = Field(8765, ge=0, le=65535, description="0, or taken: pick a free port")
+    partitions: int = Field(8, ge=1, le=1024)
+    max_file_bytes: int = Field(1_000_000, ge=1, description="larger files carry no content")
+    batch_size: int = Field(200, ge=1)
+    debounce_ms: int = Field(50, ge=0)
+    poll_s: float = Field(0.25, gt=0, description="commit follower polling interval")
+    heartbeat_s: float = Field(5.0, gt=0)
+    session_timeout_s: float = Field(6.0, gt=0)
+    log_level: str = "info"
+    log_format: Literal["console", "json"] = "console"
+    app_id: str = "gazetteer-worker"
+
+    @field_validator("broker")
+    @classmethod
+    def _broker_url(cls, value: str) -> str:
+        if value != "embedded" and not value.startswith("kafka://"):
+            raise ValueError("broker must be 'embedded' or kafka://host:port[,host:port]")
+        return value
+
+    @property
+    def bootstrap(self) -> str | None:
+        """host:port list of an external broker; None for the embedded one."""
+        return None if self.broker == "embedded" else self.broker.removeprefix("kafka://")

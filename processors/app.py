@@ -1,0 +1,90 @@
+"""The faust worker: agents are plumbing over IndexingPipeline.
+
+``create_app`` declares everything on a fresh app (no module-global app, no import-time
+agents). Topics are raw bytes: decoding and validation happen in the pipeline so that a
+malformed message becomes a dead letter with its reason instead of a crashed agent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import faust
+import structlog
+
+from processors.pipeline import IndexingPipeline, Message
+from producers.topics import DEAD_LETTERS, FILE_EVENTS, GRAPH_DELTAS
+from stores.dead_letters import DeadLetter
+from stores.deltas import GraphDelta, encode_delta
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerConfig:
+    app_id: str
+    bootstrap: str
+    partitions: int
+    datadir: str
+    session_timeout_s: float = 6.0
+    heartbeat_interval_s: float = 1.0
+    commit_interval_s: float = 0.5
+
+
+class FaustDeltaSink:
+    """DeltaSink over the app's producer: waits for the broker's acknowledgement."""
+
+    def __init__(self, app: faust.App) -> None:
+        self._app = app
+
+    async def publish_delta(self, delta: GraphDelta) -> None:
+        await self._app.producer.send_and_wait(
+            GRAPH_DELTAS, delta.repo.encode(), encode_delta(delta), None, None, None
+        )
+
+    async def publish_dead_letter(self, letter: DeadLetter) -> None:
+        await self._app.producer.send_and_wait(
+            DEAD_LETTERS, letter.key, letter.model_dump_json().encode(), None, None, None
+        )
+
+
+def create_app(config: WorkerConfig, pipeline: IndexingPipeline | None = None, **deps: Any) -> faust.App:
+    """A worker app. ``pipeline`` defaults to one built from ``deps['delta_log']``."""
+    app = faust.App(
+        config.app_id,
+        broker=f"kafka://{config.bootstrap}",
+        datadir=config.datadir,
+        store="memory://",
+        key_serializer="raw",
+        value_serializer="raw",
+        web_enabled=False,
+        topic_disable_leader=True,
+        topic_partitions=config.partitions,
+        consumer_auto_offset_reset="earliest",
+        broker_session_timeout=config.session_timeout_s,
+        broker_heartbeat_interval=config.heartbeat_interval_s,
+        broker_commit_interval=config.commit_interval_s,
+        producer_acks=-1,
+    )
+    if pipeline is None:
+        pipeline = IndexingPipeline(deps["delta_log"], FaustDeltaSink(app))
+    file_events = app.topic(
+        FILE_EVENTS, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"
+    )
+
+    @app.agent(file_events, name="gazetteer.index-file-events")
+    async def index_file_events(stream: faust.StreamT) -> None:
+        async for event in stream.events():
+            m = event.message
+            try:
+                await pipeline.process(Message(m.topic, m.partition, m.offset, m.key, m.value))
+            except Exception:  # last resort: the pipeline classifies; never stop committing
+                log.exception("event_unhandled", partition=m.partition, offset=m.offset)
+
+    @app.on_partitions_revoked.connect
+    async def forget_revoked(app: faust.App, revoked: set[Any], **_: Any) -> None:
+        pipeline.revoke({tp.partition for tp in revoked if tp.topic == FILE_EVENTS})
+
+    app.gazetteer_pipeline = pipeline  # type: ignore[attr-defined]
+    return app

@@ -1,0 +1,248 @@
+"""The pure indexing handler: one producer event in, one graph delta out.
+
+A ``RepoIndex`` is the processors' state of one repository: the materialized
+``RepoState`` (exactly what readers rebuild from the deltas) plus indexes derived from
+it. ``handle`` computes the delta of an event against the current state, applies it,
+and returns it for publication; ``restore`` folds published deltas back into a fresh
+index after a restart or a rebalance. Nothing here touches a broker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from processors.file_graph import (
+    candidate_paths,
+    contains_edges,
+    file_id,
+    file_nodes,
+    import_edges,
+)
+from processors.parsing import ParseResult, parse_file
+from producers.events import (
+    CommitCompleted,
+    CommitObserved,
+    EventBase,
+    FileChanged,
+    FileDeleted,
+    ScanCompleted,
+)
+from stores.deltas import CommitRecord, GraphDelta, SourceMark
+from stores.records import EdgeRecord, FileRecord, NodeRecord
+from stores.repo_state import RepoState
+
+Parser = Callable[[str, bytes], ParseResult]
+EdgeKey = tuple[str, str, str]
+
+
+class RepoIndex:
+    def __init__(self, repo: str, parse: Parser = parse_file) -> None:
+        self.state = RepoState(repo)
+        self._parse = parse
+        self._importers: dict[str, set[str]] = {}  # candidate path -> importer paths
+        self._candidates: dict[str, set[str]] = {}  # importer path -> its candidate paths
+        self._external_refs: dict[str, int] = {}  # external module node -> edges into it
+
+    @classmethod
+    def restore(cls, repo: str, deltas: Iterable[GraphDelta], parse: Parser = parse_file) -> RepoIndex:
+        index = cls(repo, parse)
+        for delta in deltas:
+            index.apply(delta)
+        return index
+
+    def is_replay(self, event: EventBase) -> bool:
+        """An event this state already reflects: same producer session, not a newer seq."""
+        mark = self.state.source
+        return mark is not None and mark.producer == event.producer and event.seq <= mark.seq
+
+    def handle(self, event: EventBase, now: float) -> GraphDelta | None:
+        """The delta of ``event`` (applied to this index), or None for a replayed event."""
+        if self.is_replay(event):
+            return None
+        delta = GraphDelta(
+            repo=self.state.repo,
+            seq=self.state.seq + 1,
+            source=SourceMark(producer=event.producer, seq=event.seq, emitted_at=event.emitted_at),
+            event_kind=getattr(event, "kind", type(event).__name__),
+            applied_at=now,
+            **self._changes(event),
+        )
+        self.apply(delta)
+        return delta
+
+    def apply(self, delta: GraphDelta) -> bool:
+        if delta.seq != self.state.seq + 1:
+            return self.state.apply(delta)  # a no-op for an old delta; raises on a gap
+        refs = self._external_refs
+        for key in delta.edges_removed:
+            if key[1].startswith("ext:") and key in self.state.edges:
+                refs[key[1]] -= 1
+        for edge in delta.edges_upserted:
+            if edge.dst.startswith("ext:") and edge.key not in self.state.edges:
+                refs[edge.dst] = refs.get(edge.dst, 0) + 1
+        self.state.apply(delta)
+        for node_id in [n for n, count in refs.items() if count <= 0]:
+            del refs[node_id]
+        for path in delta.files_removed:
+            self._unindex(path)
+        for record in delta.files_upserted:
+            self._unindex(record.path)
+            for candidate in candidate_paths(record):
+                self._importers.setdefault(candidate, set()).add(record.path)
+            self._candidates[record.path] = candidate_paths(record)
+        return True
+
+    def _unindex(self, path: str) -> None:
+        for candidate in self._candidates.pop(path, ()):
+            importers = self._importers.get(candidate)
+            if importers is not None:
+                importers.discard(path)
+                if not importers:
+                    del self._importers[candidate]
+
+    # -- per event kind -------------------------------------------------------------
+
+    def _changes(self, event: EventBase) -> dict[str, object]:
+        if isinstance(event, FileChanged):
+            return self._file_changed(event)
+        if isinstance(event, FileDeleted):
+            return self._graph_change(removed={event.path} & self.state.files.keys())
+        if isinstance(event, CommitObserved):
+            commit = CommitRecord(
+                sha=event.sha,
+                parents=event.parents,
+                branch=event.branch,
+                changed_paths=len(event.changed_paths),
+                committed_at=event.committed_at,
+                subject=event.subject,
+            )
+            return {"commit": commit, "branch": event.branch}
+        if isinstance(event, CommitCompleted):
+            return {"barrier": "commit_completed", "indexed_commit": event.sha, "branch": event.branch}
+        if isinstance(event, ScanCompleted):
+            # A full scan reports every file; files no event of this session reported
+            # are gone (deleted while no producer was watching).
+            gone = (
+                {p for p, r in self.state.files.items() if r.producer != event.producer}
+                if event.full
+                else set()
+            )
+            changes = self._graph_change(removed=gone)
+            changes.update(barrier="scan_completed", indexed_commit=event.commit, branch=event.branch)
+            return changes
+        raise TypeError(f"no handler for event {type(event).__name__}")
+
+    def _file_changed(self, event: FileChanged) -> dict[str, object]:
+        old = self.state.files.get(event.path)
+        meta = {
+            "origin": event.origin,
+            "commit": event.commit,
+            "working_tree": event.working_tree,
+            "producer": event.producer,
+        }
+        if (
+            old is not None
+            and old.content_hash == event.content_hash
+            and old.skipped == event.skipped
+            and old.size == event.size
+        ):
+            if all(getattr(old, k) == v for k, v in meta.items()):
+                return {}
+            return {"files_upserted": (old.model_copy(update=meta),)}
+        record = self._record(event, meta)
+        return self._graph_change(upserted=record)
+
+    def _record(self, event: FileChanged, meta: dict[str, object]) -> FileRecord:
+        if event.content is None:
+            parsed = ParseResult(None, 0, (), (), 0, ())
+        else:
+            parsed = self._parse(event.path, event.content)
+        return FileRecord(
+            path=event.path,
+            language=parsed.language,
+            size=event.size,
+            lines=parsed.lines,
+            content_hash=event.content_hash,
+            skipped=event.skipped,
+            parse_errors=parsed.parse_errors,
+            problems=parsed.problems,
+            symbols=parsed.symbols,
+            imports=parsed.imports,
+            **meta,  # type: ignore[arg-type]
+        )
+
+    def _graph_change(
+        self, *, upserted: FileRecord | None = None, removed: set[str] = frozenset()  # type: ignore[assignment]
+    ) -> dict[str, object]:
+        """Files upserted or removed, their nodes and edges, and the importers they affect."""
+        state = self.state
+        present = set(state.files)
+        appeared = set()
+        if upserted is not None:
+            if upserted.path not in present:
+                appeared.add(upserted.path)
+            present.add(upserted.path)
+        present -= removed
+        changed = appeared | removed
+        affected = {imp for path in changed for imp in self._importers.get(path, ())}
+        affected -= removed
+        if upserted is not None:
+            affected.discard(upserted.path)
+
+        new_nodes: dict[str, NodeRecord] = {}
+        new_edges: dict[EdgeKey, EdgeRecord] = {}
+        owners = set(removed) | affected
+        if upserted is not None:
+            owners.add(upserted.path)
+            new_nodes.update(file_nodes(upserted))
+            new_edges.update(contains_edges(upserted))
+            new_edges.update(import_edges(upserted, present.__contains__))
+        for path in sorted(affected):
+            record = state.files[path]
+            new_nodes.update(file_nodes(record))
+            new_edges.update(contains_edges(record))
+            new_edges.update(import_edges(record, present.__contains__))
+
+        old_nodes = {n.id: n for p in owners for n in state.owned_nodes(p)}
+        old_edges = {e.key: e for p in owners for e in state.owned_edges(p)}
+        edges_removed = sorted(k for k in old_edges if k not in new_edges)
+        edges_upserted = [e for k, e in sorted(new_edges.items()) if old_edges.get(k) != e]
+        nodes_removed = sorted(i for i in old_nodes if i not in new_nodes)
+        nodes_removed += self._orphaned_externals(edges_removed, old_edges, new_edges)
+        for edge in edges_upserted:
+            if edge.dst.startswith("ext:") and edge.dst not in state.nodes:
+                name = edge.dst[4:]
+                new_nodes.setdefault(
+                    edge.dst, NodeRecord(id=edge.dst, kind="EXTERNAL_MODULE", name=name)
+                )
+        nodes_upserted = [n for i, n in sorted(new_nodes.items()) if state.nodes.get(i) != n]
+        return {
+            "files_upserted": (upserted,) if upserted is not None else (),
+            "files_removed": tuple(sorted(removed)),
+            "nodes_upserted": tuple(nodes_upserted),
+            "nodes_removed": tuple(nodes_removed),
+            "edges_upserted": tuple(edges_upserted),
+            "edges_removed": tuple(edges_removed),
+        }
+
+    def _orphaned_externals(
+        self,
+        removed: list[EdgeKey],
+        old: dict[EdgeKey, EdgeRecord],
+        new: dict[EdgeKey, EdgeRecord],
+    ) -> list[str]:
+        """External modules whose last importing edge this change removes."""
+        net: dict[str, int] = {}
+        for key in removed:
+            if key[1].startswith("ext:"):
+                net[key[1]] = net.get(key[1], 0) - 1
+        for key in new:
+            if key[1].startswith("ext:") and key not in old:
+                net[key[1]] = net.get(key[1], 0) + 1
+        return sorted(
+            node for node, change in net.items() if self._external_refs.get(node, 0) + change <= 0
+            and node in self.state.nodes
+        )
+
+
+__all__ = ["RepoIndex"]

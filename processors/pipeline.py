@@ -1,0 +1,162 @@
+"""The consumer boundary of the indexer: decode, restore, handle, publish, classify.
+
+Faust agents hand every raw message of the file-events topic to ``process``. Failures
+are classified once, here: a malformed message goes to dead letters at once; a failure
+to publish (the broker is away) is retried in place with capped backoff, so nothing
+is skipped; an unexpected error in the handler is a bug: it is logged with its
+traceback, the message is dead-lettered, and the repository's in-memory index is
+dropped so that the next event restores it from the delta log. No exception leaves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import structlog
+from pydantic import ValidationError
+
+from processors.indexer import RepoIndex
+from producers.events import decode_file_event
+from stores.dead_letters import DeadLetter, FailureKind
+from stores.delta_log import DeltaLog
+from stores.deltas import GraphDelta
+
+log = structlog.get_logger(__name__)
+
+
+class DeltaSink(Protocol):
+    async def publish_delta(self, delta: GraphDelta) -> None:
+        """Send keyed by repository and return once the broker acknowledged it."""
+        ...
+
+    async def publish_dead_letter(self, letter: DeadLetter) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    first_delay_s: float = 0.2
+    max_delay_s: float = 10.0
+
+
+class IndexingPipeline:
+    def __init__(
+        self,
+        delta_log: DeltaLog,
+        sink: DeltaSink,
+        *,
+        clock: Callable[[], float] = time.time,
+        retry: RetryPolicy = RetryPolicy(),
+        new_index: Callable[[str], RepoIndex] = RepoIndex,
+    ) -> None:
+        self._delta_log = delta_log
+        self._sink = sink
+        self._clock = clock
+        self._retry = retry
+        self._new_index = new_index
+        self._restored: set[int] = set()
+        self._indexes: dict[int, dict[str, RepoIndex]] = {}
+        self.processed = 0
+        self.dead_lettered = 0
+
+    def index(self, partition: int, repo: str) -> RepoIndex | None:
+        return self._indexes.get(partition, {}).get(repo)
+
+    def revoke(self, partitions: set[int]) -> None:
+        """Forget partitions another worker now owns; they are restored if they return."""
+        for partition in partitions:
+            self._restored.discard(partition)
+            self._indexes.pop(partition, None)
+
+    async def process(self, message: Message) -> None:
+        bound = log.bind(partition=message.partition, offset=message.offset)
+        try:
+            if message.value is None:
+                raise ValueError("empty message value")
+            event = decode_file_event(message.value)
+            if message.key is not None and message.key.decode(errors="replace") != event.repo:
+                raise ValueError(f"key {message.key!r} is not the event's repository {event.repo!r}")
+        except (ValidationError, ValueError, UnicodeDecodeError) as exc:
+            await self._dead_letter(message, "malformed", _reason(exc))
+            bound.warning("event_malformed", reason=_reason(exc))
+            return
+        bound = bound.bind(repo=event.repo, seq=event.seq, kind=event.kind)
+        await self._with_retry(lambda: self._restore(message.partition), bound)
+        try:
+            indexes = self._indexes.setdefault(message.partition, {})
+            index = indexes.get(event.repo) or indexes.setdefault(
+                event.repo, self._new_index(event.repo)
+            )
+            delta = index.handle(event, self._clock())
+        except Exception as exc:  # a bug: keep the partition going, keep the evidence
+            bound.exception("event_failed")
+            self._indexes.get(message.partition, {}).pop(event.repo, None)
+            self._restored.discard(message.partition)
+            await self._dead_letter(message, "bug", _reason(exc))
+            return
+        if delta is None:
+            bound.debug("event_replayed")
+            return
+        await self._with_retry(lambda: self._sink.publish_delta(delta), bound)
+        self.processed += 1
+        bound.debug("event_indexed", delta_seq=delta.seq, changes=delta.changes)
+
+    async def _restore(self, partition: int) -> None:
+        if partition in self._restored:
+            return
+        deltas = await self._delta_log.read_partition(partition)
+        indexes: dict[str, RepoIndex] = {}
+        for delta in deltas:
+            index = indexes.get(delta.repo) or indexes.setdefault(
+                delta.repo, self._new_index(delta.repo)
+            )
+            index.apply(delta)
+        self._indexes[partition] = indexes
+        self._restored.add(partition)
+        log.info("partition_restored", partition=partition, deltas=len(deltas), repos=len(indexes))
+
+    async def _dead_letter(self, message: Message, failure: FailureKind, reason: str) -> None:
+        letter = DeadLetter(
+            failure=failure,
+            reason=reason,
+            topic=message.topic,
+            partition=message.partition,
+            offset=message.offset,
+            key=message.key,
+            value=message.value,
+            failed_at=self._clock(),
+        )
+        await self._with_retry(lambda: self._sink.publish_dead_letter(letter), log)
+        self.dead_lettered += 1
+
+    async def _with_retry(self, send: Callable[[], object], bound: structlog.BoundLogger) -> None:
+        delay = self._retry.first_delay_s
+        while True:
+            try:
+                await send()  # type: ignore[misc]
+                return
+            except (OSError, asyncio.TimeoutError, ConnectionError) as exc:
+                bound.warning("publish_retried", error=repr(exc), delay_s=delay)
+            except Exception as exc:  # the client's own errors (KafkaError and kin)
+                if type(exc).__module__.split(".")[0] not in ("aiokafka", "kafka", "faust"):
+                    raise
+                bound.warning("publish_retried", error=repr(exc), delay_s=delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self._retry.max_delay_s)
+
+
+def _reason(exc: Exception) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= 2000 else text[:2000] + "..."

@@ -1,0 +1,194 @@
+"""The HTTP query service (FastAPI; OpenAPI at /docs). It reads only the read model."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable
+
+from fastapi import FastAPI, HTTPException, Query
+
+from query.read_model import ReadModel, RepoView
+from query.schemas import (
+    DeadLetterOut,
+    DeadLetterPage,
+    FileDetail,
+    FilePage,
+    FileSummary,
+    Health,
+    ImportOut,
+    Repository,
+    RepositoryList,
+    SymbolPage,
+)
+from stores.freshness import Freshness
+from stores.records import FileRecord
+
+MAX_PAGE = 1000
+
+
+def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
+    api = FastAPI(
+        title="Gazetteer",
+        description="Where things are in an organization's code, and how far to trust it.",
+        version="0.1.0",
+    )
+
+    def repo_view(repo: str) -> RepoView:
+        view = model.repos.get(repo)
+        if view is None:
+            raise HTTPException(404, f"unknown repository {repo!r}; see /repositories")
+        return view
+
+    def file_record(view: RepoView, path: str) -> FileRecord:
+        record = view.state.files.get(path.strip("/"))
+        if record is None:
+            raise HTTPException(404, f"no file {path!r} in repository {view.state.repo!r}")
+        return record
+
+    def repository(view: RepoView) -> Repository:
+        state = view.state
+        return Repository(
+            repo=state.repo,
+            root=view.status.root if view.status else None,
+            branch=state.branch or (view.status.branch if view.status else None),
+            files=len(state.files),
+            symbols=len(state.nodes) - len(state.files),
+            edges=len(state.edges),
+            dead_letters=view.dead_letters,
+            delta_seq=state.seq,
+            freshness=model.freshness(state.repo),
+        )
+
+    @api.get("/health", response_model=Health)
+    def health() -> Health:
+        return Health(
+            status="ok",
+            ready=ready(),
+            repositories=len(model.repos),
+            deltas_applied=model.deltas_applied,
+            dead_letters=model.dead_letters_total,
+        )
+
+    @api.get("/repositories", response_model=RepositoryList)
+    def repositories() -> RepositoryList:
+        items = [repository(model.repos[r]) for r in sorted(model.repos)]
+        return RepositoryList(total=len(items), items=items)
+
+    @api.get("/repositories/{repo}", response_model=Repository)
+    def one_repository(repo: str) -> Repository:
+        return repository(repo_view(repo))
+
+    @api.get("/repositories/{repo}/freshness", response_model=Freshness)
+    def freshness(repo: str) -> Freshness:
+        return model.freshness(repo_view(repo).state.repo)
+
+    @api.get("/repositories/{repo}/files", response_model=FilePage)
+    def files(
+        repo: str,
+        language: str | None = None,
+        prefix: str | None = Query(None, description="path prefix, e.g. 'src/app/'"),
+        glob: str | None = Query(None, description="fnmatch pattern on the path, e.g. '*.py'"),
+        skipped: bool | None = Query(None, description="only files skipped (or not)"),
+        offset: int = Query(0, ge=0),
+        limit: int = Query(100, ge=1, le=MAX_PAGE),
+    ) -> FilePage:
+        view = repo_view(repo)
+        matched = [
+            r
+            for _, r in sorted(view.state.files.items())
+            if (language is None or r.language == language)
+            and (prefix is None or r.path.startswith(prefix))
+            and (glob is None or fnmatch.fnmatchcase(r.path, glob))
+            and (skipped is None or (r.skipped is not None) == skipped)
+        ]
+        page = matched[offset : offset + limit]
+        return FilePage(
+            repo=repo,
+            total=len(matched),
+            offset=offset,
+            limit=limit,
+            items=[
+                FileSummary(
+                    path=r.path,
+                    language=r.language,
+                    size=r.size,
+                    lines=r.lines,
+                    symbols=len(r.symbols),
+                    imports=len(r.imports),
+                    skipped=r.skipped,
+                    parse_errors=r.parse_errors,
+                )
+                for r in page
+            ],
+            freshness=model.freshness(repo),
+        )
+
+    @api.get("/repositories/{repo}/files/{path:path}", response_model=FileDetail)
+    def file_detail(repo: str, path: str) -> FileDetail:
+        view = repo_view(repo)
+        record = file_record(view, path)
+        node = f"file:{record.path}"
+        depends_on = sorted(
+            e.dst.split(":", 1)[1] for e in view.state.owned_edges(record.path) if e.kind == "IMPORTS"
+        )
+        imported_by = sorted(
+            key[0].split(":", 1)[1]
+            for key in view.state.edges
+            if key[1] == node and key[2] == "IMPORTS"
+        )
+        return FileDetail(
+            repo=repo,
+            path=record.path,
+            language=record.language,
+            size=record.size,
+            lines=record.lines,
+            content_hash=record.content_hash,
+            skipped=record.skipped,
+            parse_errors=record.parse_errors,
+            problems=list(record.problems),
+            origin=record.origin,
+            commit=record.commit,
+            working_tree=record.working_tree,
+            symbols=list(record.symbols),
+            imports=[
+                ImportOut(module=i.module, names=list(i.names), level=i.level, line=i.line)
+                for i in record.imports
+            ],
+            depends_on=depends_on,
+            imported_by=imported_by,
+            freshness=model.freshness(repo),
+        )
+
+    @api.get("/repositories/{repo}/symbols", response_model=SymbolPage)
+    def symbols(
+        repo: str,
+        path: str = Query(..., description="the file's path in the repository"),
+        kind: str | None = Query(None, description="CLASS, FUNCTION, METHOD, ..."),
+    ) -> SymbolPage:
+        view = repo_view(repo)
+        record = file_record(view, path)
+        items = [s for s in record.symbols if kind is None or s.kind == kind.upper()]
+        return SymbolPage(
+            repo=repo, path=record.path, total=len(items), items=items, freshness=model.freshness(repo)
+        )
+
+    @api.get("/dead-letters", response_model=DeadLetterPage)
+    def dead_letters(limit: int = Query(20, ge=1, le=100)) -> DeadLetterPage:
+        recent = list(model.dead_letters)[-limit:][::-1]
+        return DeadLetterPage(
+            total=model.dead_letters_total,
+            items=[
+                DeadLetterOut(
+                    failure=d.failure,
+                    reason=d.reason,
+                    topic=d.topic,
+                    partition=d.partition,
+                    offset=d.offset,
+                    key=d.key.decode(errors="replace") if d.key else None,
+                    failed_at=d.failed_at,
+                )
+                for d in recent
+            ],
+        )
+
+    return api

@@ -1,0 +1,104 @@
+"""Feeds the read model from the topics: graph deltas, producer statuses, dead letters.
+
+Each query replica reads every partition from the beginning without a consumer group
+(replicas do not share work: each holds the whole read side), so a restarted replica
+rebuilds exactly the state it served before. It reports ``ready`` once it has read up
+to the end offsets it saw at start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+import structlog
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from pydantic import ValidationError
+
+from producers.events import decode_source_status
+from producers.topics import DEAD_LETTERS, GRAPH_DELTAS, SOURCES
+from query.read_model import ReadModel
+from stores.dead_letters import decode_dead_letter
+from stores.delta_log import EndOffsets
+from stores.deltas import decode_delta
+
+log = structlog.get_logger(__name__)
+
+TOPICS = (GRAPH_DELTAS, SOURCES, DEAD_LETTERS)
+
+
+class Materializer:
+    def __init__(
+        self,
+        model: ReadModel,
+        bootstrap: str,
+        end_offsets: EndOffsets,
+        *,
+        client_options: Mapping[str, object] | None = None,
+    ) -> None:
+        self.model = model
+        self._bootstrap = bootstrap
+        self._end_offsets = end_offsets
+        self._options = dict(client_options or {})
+        self._targets: dict[TopicPartition, int] = {}
+        self.ready = asyncio.Event()
+        self.messages = 0
+
+    async def run(self, stop: asyncio.Event) -> None:
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self._bootstrap,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            **self._options,  # type: ignore[arg-type]
+        )
+        await consumer.start()
+        try:
+            partitions = await self._partitions(consumer)
+            consumer.assign(partitions)
+            await consumer.seek_to_beginning(*partitions)
+            self._targets = dict(await self._end_offsets(consumer, partitions))
+            log.info("materializer_started", partitions=len(partitions), backlog=sum(self._targets.values()))
+            while not stop.is_set():
+                batches = await consumer.getmany(timeout_ms=200, max_records=2000)
+                for tp, messages in batches.items():
+                    for message in messages:
+                        self._apply(tp.topic, message.key, message.value)
+                if not self.ready.is_set() and await self._caught_up(consumer):
+                    self.ready.set()
+                    log.info("materializer_ready", messages=self.messages)
+        finally:
+            await consumer.stop()
+
+    async def _partitions(self, consumer: AIOKafkaConsumer) -> list[TopicPartition]:
+        for _ in range(100):
+            found = [
+                TopicPartition(topic, p)
+                for topic in TOPICS
+                for p in sorted(consumer.partitions_for_topic(topic) or ())
+            ]
+            if {tp.topic for tp in found} == set(TOPICS):
+                return found
+            await consumer.force_metadata_update()
+            await asyncio.sleep(0.1)
+        raise RuntimeError(f"topics missing on the broker: {TOPICS}")
+
+    async def _caught_up(self, consumer: AIOKafkaConsumer) -> bool:
+        for tp, end in self._targets.items():
+            if await consumer.position(tp) < end:
+                return False
+        return True
+
+    def _apply(self, topic: str, key: bytes | None, value: bytes | None) -> None:
+        self.messages += 1
+        if value is None:
+            return
+        try:
+            if topic == GRAPH_DELTAS:
+                self.model.apply_delta(decode_delta(value))
+            elif topic == SOURCES:
+                self.model.apply_status(decode_source_status(value))
+            elif topic == DEAD_LETTERS:
+                repo = key.decode(errors="replace") if key else None
+                self.model.apply_dead_letter(decode_dead_letter(value), repo)
+        except (ValidationError, ValueError) as exc:
+            log.error("read_side_message_rejected", topic=topic, error=str(exc)[:500])

@@ -1,0 +1,102 @@
+"""The query service's read side: the materialized state, folded from the topics.
+
+It applies graph deltas (with the same RepoState code the processors use), producer
+statuses and dead letters as they arrive, and answers freshness from both sides. It is
+pure: the materializer feeds it raw messages, tests feed it values.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import structlog
+
+from producers.events import SourceStatus
+from stores.dead_letters import DeadLetter
+from stores.deltas import GraphDelta
+from stores.freshness import BatchClock, Freshness, ProducerView, compute_freshness
+from stores.repo_state import RepoState
+
+log = structlog.get_logger(__name__)
+
+RECENT_DEAD_LETTERS = 100
+
+
+@dataclass
+class RepoView:
+    state: RepoState
+    status: SourceStatus | None = None
+    clock: BatchClock = field(default_factory=BatchClock)
+    dead_letters: int = 0
+
+
+class ReadModel:
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self.repos: dict[str, RepoView] = {}
+        self.dead_letters: deque[DeadLetter] = deque(maxlen=RECENT_DEAD_LETTERS)
+        self.dead_letters_total = 0
+        self.deltas_applied = 0
+
+    def view(self, repo: str) -> RepoView:
+        view = self.repos.get(repo)
+        if view is None:
+            view = self.repos[repo] = RepoView(RepoState(repo))
+        return view
+
+    def apply_delta(self, delta: GraphDelta) -> bool:
+        view = self.view(delta.repo)
+        if delta.seq > view.state.seq + 1:
+            # A gap means the log lost deltas; say so loudly and keep serving what we have.
+            log.error("delta_gap", repo=delta.repo, have=view.state.seq, got=delta.seq)
+            return False
+        applied = view.state.apply(delta)
+        self.deltas_applied += applied
+        return applied
+
+    def apply_status(self, status: SourceStatus) -> None:
+        view = self.view(status.repo)
+        view.status = status
+        view.clock.record(
+            status.producer, status.batch_first_seq, status.last_seq, status.batch_started_at
+        )
+
+    def apply_dead_letter(self, letter: DeadLetter, repo: str | None) -> None:
+        self.dead_letters.append(letter)
+        self.dead_letters_total += 1
+        if repo is not None and repo in self.repos:
+            self.repos[repo].dead_letters += 1
+
+    def freshness(self, repo: str) -> Freshness:
+        view = self.repos[repo]
+        status = view.status
+        producer = (
+            ProducerView(
+                producer=status.producer,
+                head_commit=status.head_commit,
+                working_tree_dirty=status.working_tree_dirty,
+                last_seq=status.last_seq,
+                sent_at=status.sent_at,
+                heartbeat_s=status.heartbeat_s,
+                state=status.state,
+            )
+            if status is not None
+            else None
+        )
+        state = view.state
+        since = None
+        if status is not None:
+            same = state.source is not None and state.source.producer == status.producer
+            applied_seq = state.source.seq if same and state.source else 0
+            since = view.clock.oldest_pending_since(status.producer, applied_seq)
+        return compute_freshness(
+            view=producer,
+            applied=state.source,
+            indexed_commit=state.indexed_commit,
+            indexed_at=state.indexed_at,
+            oldest_pending_since=since,
+            now=self._clock(),
+        )

@@ -1,0 +1,103 @@
+"""Response models of the query service. Every answer carries freshness."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from stores.freshness import Freshness
+from stores.records import SymbolRecord
+
+
+class Health(BaseModel):
+    status: str
+    ready: bool = Field(description="the read side has caught up with the topics as of start")
+    repositories: int
+    deltas_applied: int
+    dead_letters: int
+
+
+class Repository(BaseModel):
+    repo: str
+    root: str | None
+    branch: str | None
+    files: int
+    symbols: int
+    edges: int
+    dead_letters: int
+    delta_seq: int
+    freshness: Freshness
+
+
+class RepositoryList(BaseModel):
+    total: int
+    items: list[Repository]
+
+
+class FileSummary(BaseModel):
+    path: str
+    language: str | None
+    size: int
+    lines: int
+    symbols: int
+    imports: int
+    skipped: str | None
+    parse_errors: int
+
+
+class FilePage(BaseModel):
+    repo: str
+    total: int = Field(description="files matching the filters, before pagination")
+    offset: int
+    limit: int
+    items: list[FileSummary]
+    freshness: Freshness
+
+
+class ImportOut(BaseModel):
+    module: str
+    names: list[str]
+    level: int
+    line: int
+
+
+class FileDetail(BaseModel):
+    repo: str
+    path: str
+    language: str | None
+    size: int
+    lines: int
+    content_hash: str | None
+    skipped: str | None
+    parse_errors: int
+    problems: list[str]
+    origin: str
+    commit: str | None
+    working_tree: bool
+    symbols: list[SymbolRecord]
+    imports: list[ImportOut]
+    depends_on: list[str] = Field(description="files and external modules this file imports")
+    imported_by: list[str] = Field(description="files of the repository that import this one")
+    freshness: Freshness
+
+
+class SymbolPage(BaseModel):
+    repo: str
+    path: str
+    total: int
+    items: list[SymbolRecord]
+    freshness: Freshness
+
+
+class DeadLetterOut(BaseModel):
+    failure: str
+    reason: str
+    topic: str
+    partition: int
+    offset: int
+    key: str | None
+    failed_at: float
+
+
+class DeadLetterPage(BaseModel):
+    total: int
+    items: list[DeadLetterOut]

@@ -1,0 +1,83 @@
+"""Reading the graph-delta log back: how a worker or a reader restores the state.
+
+The graph-deltas topic is the materialized state's log. A worker that takes over a
+partition folds that partition's deltas into fresh indexes before it handles new
+events. Reading "to the end" needs the partition's true high watermark, which some
+brokers report wrongly through ListOffsets, so the caller injects ``end_offsets``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Protocol
+
+import structlog
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from stores.deltas import GraphDelta, decode_delta
+
+log = structlog.get_logger(__name__)
+
+EndOffsets = Callable[
+    [AIOKafkaConsumer, Sequence[TopicPartition]], Awaitable[Mapping[TopicPartition, int]]
+]
+
+
+class DeltaLog(Protocol):
+    async def read_partition(self, partition: int) -> list[GraphDelta]:
+        """Every delta of one partition, in log order, up to its current end."""
+        ...
+
+
+class InMemoryDeltaLog:
+    """A DeltaLog over a list: the test double of the Kafka reader."""
+
+    def __init__(self, partitions: int = 1) -> None:
+        self.partitions: dict[int, list[GraphDelta]] = {p: [] for p in range(partitions)}
+
+    def append(self, partition: int, delta: GraphDelta) -> None:
+        self.partitions.setdefault(partition, []).append(delta)
+
+    async def read_partition(self, partition: int) -> list[GraphDelta]:
+        return list(self.partitions.get(partition, []))
+
+
+class KafkaDeltaLog:
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        end_offsets: EndOffsets,
+        *,
+        client_options: Mapping[str, object] | None = None,
+    ) -> None:
+        self._bootstrap = bootstrap
+        self._topic = topic
+        self._end_offsets = end_offsets
+        self._options = dict(client_options or {})
+
+    async def read_partition(self, partition: int) -> list[GraphDelta]:
+        tp = TopicPartition(self._topic, partition)
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self._bootstrap,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            **self._options,  # type: ignore[arg-type]
+        )
+        await consumer.start()
+        try:
+            consumer.assign([tp])
+            end = (await self._end_offsets(consumer, [tp]))[tp]
+            await consumer.seek_to_beginning(tp)
+            deltas: list[GraphDelta] = []
+            while await consumer.position(tp) < end:
+                batch = await consumer.getmany(tp, timeout_ms=1000, max_records=5000)
+                for message in batch.get(tp, []):
+                    if message.offset >= end:
+                        break
+                    if message.value is not None:
+                        deltas.append(decode_delta(message.value))
+            log.info("delta_log_read", partition=partition, deltas=len(deltas), end=end)
+            return deltas
+        finally:
+            await consumer.stop()

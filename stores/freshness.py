@@ -1,0 +1,128 @@
+"""Freshness: how far an answer can be trusted, computed exactly.
+
+The producers report what they have emitted (SourceStatus on the sources topic); the
+state records the last event it reflects (its SourceMark). Pending events are the
+difference of the two sequence numbers of the same producer session; lag is the age of
+the oldest pending batch, or, when nothing is pending, how long the last event took to
+reach the state.
+
+status:
+- ``updating``: events emitted and not yet reflected, or a scan is running;
+- ``stale``: nothing pending, but the state cannot vouch for the repository: no
+  producer has reported, the producer stopped or went silent (no heartbeat for three
+  intervals), or the state's commit is not the head commit the producer sees;
+- ``fresh``: everything emitted is reflected, and it reflects the head commit and the
+  work tree as the live producer sees them.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from stores.deltas import SourceMark
+
+SILENCE_FACTOR = 3.0
+
+
+class Freshness(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    status: Literal["fresh", "stale", "updating"]
+    indexed_commit: str | None
+    head_commit: str | None
+    working_tree_dirty: bool
+    pending_events: int
+    indexed_at: float | None
+    lag_ms: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerView:
+    """What the last SourceStatus of a repository said (no dependency on its contract)."""
+
+    producer: str
+    head_commit: str | None
+    working_tree_dirty: bool
+    last_seq: int
+    sent_at: float
+    heartbeat_s: float
+    state: str
+
+
+@dataclass
+class BatchClock:
+    """When each recent batch of a producer was emitted: (last seq, first emit time)."""
+
+    producer: str | None = None
+    batches: deque[tuple[int, float]] = field(default_factory=lambda: deque(maxlen=4096))
+
+    def record(self, producer: str, first_seq: int, last_seq: int, started_at: float) -> None:
+        if producer != self.producer:
+            self.producer = producer
+            self.batches.clear()
+        if first_seq <= last_seq and (not self.batches or self.batches[-1][0] < last_seq):
+            self.batches.append((last_seq, started_at))
+
+    def oldest_pending_since(self, producer: str, applied_seq: int) -> float | None:
+        if producer != self.producer:
+            return None
+        while self.batches and self.batches[0][0] <= applied_seq:
+            self.batches.popleft()
+        return self.batches[0][1] if self.batches else None
+
+
+def pending_events(view: ProducerView | None, applied: SourceMark | None) -> int:
+    if view is None:
+        return 0
+    if applied is None or applied.producer != view.producer:
+        return view.last_seq
+    return max(0, view.last_seq - applied.seq)
+
+
+def compute_freshness(
+    *,
+    view: ProducerView | None,
+    applied: SourceMark | None,
+    indexed_commit: str | None,
+    indexed_at: float | None,
+    oldest_pending_since: float | None,
+    now: float,
+) -> Freshness:
+    pending = pending_events(view, applied)
+    if pending:
+        since = oldest_pending_since if oldest_pending_since is not None else now
+        lag_ms = max(0.0, (now - since) * 1000)
+    elif applied is not None and indexed_at is not None:
+        lag_ms = max(0.0, (indexed_at - applied.emitted_at) * 1000)
+    else:
+        lag_ms = 0.0
+    status: Literal["fresh", "stale", "updating"]
+    if view is None:
+        status, reason = "stale", "no producer has reported for this repository"
+    elif pending:
+        status, reason = "updating", f"{pending} events emitted and not yet indexed"
+    elif view.state == "scanning":
+        status, reason = "updating", "the initial scan is running"
+    elif view.state == "stopped":
+        status, reason = "stale", "the producer stopped; changes since are not seen"
+    elif now - view.sent_at > SILENCE_FACTOR * view.heartbeat_s:
+        status, reason = "stale", f"no producer heartbeat for {now - view.sent_at:.0f} s"
+    elif view.head_commit != indexed_commit:
+        status, reason = "stale", "the head commit is not indexed yet"
+    else:
+        status, reason = "fresh", "the index reflects the head commit and the work tree"
+    return Freshness(
+        status=status,
+        indexed_commit=indexed_commit,
+        head_commit=view.head_commit if view else None,
+        working_tree_dirty=view.working_tree_dirty if view else False,
+        pending_events=pending,
+        indexed_at=indexed_at,
+        lag_ms=round(lag_ms, 1),
+        reason=reason,
+    )

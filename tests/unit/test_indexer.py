@@ -1,0 +1,167 @@
+"""The pure indexing handler: exact deltas, re-resolution of importers, replays."""
+
+from __future__ import annotations
+
+import random
+
+from processors.indexer import RepoIndex
+from tests.factories import Stamp, tiny_parse
+
+
+def new_index() -> RepoIndex:
+    return RepoIndex("app-1", parse=tiny_parse)
+
+
+def edges(index: RepoIndex) -> set[tuple[str, str, str]]:
+    return set(index.state.edges)
+
+
+def test_file_changed_gives_nodes_contains_and_import_edges() -> None:
+    index, s = new_index(), Stamp()
+    delta = index.handle(s.changed("a.py", "import os\ndef run"), now=5.0)
+    assert delta is not None
+    assert delta.seq == 1 and delta.source.seq == 1 and delta.event_kind == "file_changed"
+    assert [n.id for n in delta.nodes_upserted] == ["ext:os", "file:a.py", "sym:a.py:run"]
+    assert [e.key for e in delta.edges_upserted] == [
+        ("file:a.py", "ext:os", "IMPORTS"),
+        ("file:a.py", "sym:a.py:run", "CONTAINS"),
+    ]
+    record = index.state.files["a.py"]
+    assert (record.language, record.lines, record.origin, record.producer) == ("python", 2, "scan", "p1")
+
+
+def test_a_new_file_re_resolves_the_files_that_import_it() -> None:
+    index, s = new_index(), Stamp()
+    index.handle(s.changed("a.py", "import b"), now=1.0)
+    assert edges(index) == {("file:a.py", "ext:b", "IMPORTS")}
+    delta = index.handle(s.changed("b.py", "def g"), now=2.0)
+    assert delta is not None
+    assert edges(index) == {
+        ("file:a.py", "file:b.py", "IMPORTS"),
+        ("file:b.py", "sym:b.py:g", "CONTAINS"),
+    }
+    assert delta.edges_removed == (("file:a.py", "ext:b", "IMPORTS"),)
+    assert delta.nodes_removed == ("ext:b",)
+    assert "ext:b" not in index.state.nodes
+
+
+def test_deleting_a_file_turns_its_importers_back_to_external() -> None:
+    index, s = new_index(), Stamp()
+    index.handle(s.changed("a.py", "import b"), now=1.0)
+    index.handle(s.changed("b.py", "def g"), now=2.0)
+    delta = index.handle(s.deleted("b.py"), now=3.0)
+    assert delta is not None and delta.files_removed == ("b.py",)
+    assert sorted(delta.nodes_removed) == ["file:b.py", "sym:b.py:g"]
+    assert edges(index) == {("file:a.py", "ext:b", "IMPORTS")}
+    assert "ext:b" in index.state.nodes and "b.py" not in index.state.files
+
+
+def test_external_node_stays_while_another_file_imports_it() -> None:
+    index, s = new_index(), Stamp()
+    index.handle(s.changed("a.py", "import os"), now=1.0)
+    index.handle(s.changed("c.py", "import os"), now=1.0)
+    delta = index.handle(s.changed("a.py", "def f"), now=2.0)
+    assert delta is not None and delta.nodes_removed == ()
+    assert "ext:os" in index.state.nodes
+    delta = index.handle(s.changed("c.py", "def h"), now=2.0)
+    assert delta is not None and delta.nodes_removed == ("ext:os",)
+
+
+def test_unchanged_content_is_not_parsed_again_and_changes_nothing() -> None:
+    index, s = new_index(), Stamp()
+    index.handle(s.changed("a.py", "def f"), now=1.0)
+    delta = index.handle(s.changed("a.py", "def f"), now=2.0)
+    assert delta is not None and delta.changes == 0 and delta.seq == 2
+
+
+def test_replayed_event_is_skipped() -> None:
+    index, s = new_index(), Stamp()
+    event = s.changed("a.py", "def f")
+    assert index.handle(event, now=1.0) is not None
+    assert index.handle(event, now=2.0) is None
+    assert index.state.seq == 1
+
+
+def test_skipped_file_is_recorded_with_its_reason_and_no_symbols() -> None:
+    index, s = new_index(), Stamp()
+    index.handle(s.skipped("logo.png", "binary", size=2048), now=1.0)
+    record = index.state.files["logo.png"]
+    assert (record.skipped, record.size, record.symbols, record.content_hash) == (
+        "binary",
+        2048,
+        (),
+        None,
+    )
+    assert set(index.state.nodes) == {"file:logo.png"}
+
+
+def test_full_scan_of_a_new_session_removes_files_it_did_not_report() -> None:
+    index, first, second = new_index(), Stamp(producer="p1"), Stamp(producer="p2")
+    index.handle(first.changed("a.py", "import b"), now=1.0)
+    index.handle(first.changed("b.py", "def g"), now=1.0)
+    index.handle(first.scan_completed("c1"), now=1.0)
+    index.handle(second.changed("a.py", "import b"), now=2.0)
+    delta = index.handle(second.scan_completed("c2"), now=2.0)
+    assert delta is not None
+    assert delta.files_removed == ("b.py",) and delta.indexed_commit == "c2"
+    assert set(index.state.files) == {"a.py"}
+    assert edges(index) == {("file:a.py", "ext:b", "IMPORTS")}
+
+
+def test_commit_events_record_the_commit_and_the_barrier_sets_indexed_commit() -> None:
+    index, s = new_index(), Stamp()
+    index.handle(s.commit_observed("a" * 40, ("x.py",)), now=1.0)
+    index.handle(s.changed("x.py", "def f", origin="commit", commit="a" * 40), now=1.0)
+    assert index.state.indexed_commit is None
+    index.handle(s.commit_completed("a" * 40), now=1.0)
+    assert index.state.indexed_commit == "a" * 40
+    assert [c.sha for c in index.state.commits] == ["a" * 40]
+    assert index.state.files["x.py"].commit == "a" * 40
+
+
+def test_restore_from_published_deltas_equals_the_live_index() -> None:
+    index, s = new_index(), Stamp()
+    deltas = [
+        index.handle(s.changed("a.py", "import b\nimport os"), now=1.0),
+        index.handle(s.changed("b.py", "def g"), now=1.0),
+        index.handle(s.deleted("b.py"), now=1.0),
+        index.handle(s.changed("c.py", "import a"), now=1.0),
+    ]
+    restored = RepoIndex.restore("app-1", [d for d in deltas if d], parse=tiny_parse)
+    assert restored.state.fingerprint() == index.state.fingerprint()
+    # The restored index keeps resolving incrementally like the live one.
+    later = s.changed("b.py", "def g")
+    assert restored.handle(later, now=2.0) == index.handle(later, now=2.0)
+
+
+def _fresh_build(files: dict[str, str]) -> RepoIndex:
+    index, s = new_index(), Stamp(producer="fresh")
+    for path, text in sorted(files.items()):
+        index.handle(s.changed(path, text), now=0.0)
+    return index
+
+
+def _graph(index: RepoIndex) -> tuple[object, ...]:
+    return (
+        sorted(n.model_dump_json() for n in index.state.nodes.values()),
+        sorted(e.model_dump_json() for e in index.state.edges.values()),
+    )
+
+
+def test_incremental_graph_equals_a_fresh_build_after_every_random_step() -> None:
+    rng = random.Random(7)
+    names = ["a", "b", "c", "d", "pkg/__init__", "pkg/e"]
+    modules = ["a", "b", "c", "d", "pkg", "pkg.e", "os", "json"]
+    files: dict[str, str] = {}
+    index, s = new_index(), Stamp()
+    for _ in range(300):
+        path = rng.choice(names) + ".py"
+        if path in files and rng.random() < 0.3:
+            del files[path]
+            index.handle(s.deleted(path), now=1.0)
+        else:
+            body = [f"import {m}" for m in rng.sample(modules, rng.randint(0, 3))]
+            body += [f"def f{i}" for i in range(rng.randint(0, 2))]
+            files[path] = "\n".join(body)
+            index.handle(s.changed(path, files[path]), now=1.0)
+        assert _graph(index) == _graph(_fresh_build(files))
