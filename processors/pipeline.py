@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from processors.indexer import RepoIndex
 from producers.events import decode_file_event
 from stores.dead_letters import DeadLetter, FailureKind
-from stores.delta_log import DeltaLog
+from stores.delta_log import DeltaLog, InMemoryDeltaLog
 from stores.deltas import GraphDelta
 
 log = structlog.get_logger(__name__)
@@ -87,7 +87,9 @@ class IndexingPipeline:
                 raise ValueError("empty message value")
             event = decode_file_event(message.value)
             if message.key is not None and message.key.decode(errors="replace") != event.repo:
-                raise ValueError(f"key {message.key!r} is not the event's repository {event.repo!r}")
+                raise ValueError(
+                    f"key {message.key!r} is not the event's repository {event.repo!r}"
+                )
         except (ValidationError, ValueError, UnicodeDecodeError) as exc:
             await self._dead_letter(message, "malformed", _reason(exc))
             bound.warning("event_malformed", reason=_reason(exc))
@@ -160,3 +162,25 @@ class IndexingPipeline:
 def _reason(exc: Exception) -> str:
     text = f"{type(exc).__name__}: {exc}"
     return text if len(text) <= 2000 else text[:2000] + "..."
+
+
+class InMemoryDeltaSink:
+    """A DeltaSink that appends to lists (and optionally to a delta log): the test double."""
+
+    def __init__(
+        self,
+        log_: InMemoryDeltaLog | None = None,
+        partition_of: Callable[[str], int] = lambda repo: 0,
+    ) -> None:
+        self.deltas: list[GraphDelta] = []
+        self.dead_letters: list[DeadLetter] = []
+        self._log = log_
+        self._partition_of = partition_of
+
+    async def publish_delta(self, delta: GraphDelta) -> None:
+        self.deltas.append(delta)
+        if self._log is not None:
+            self._log.append(self._partition_of(delta.repo), delta)
+
+    async def publish_dead_letter(self, letter: DeadLetter) -> None:
+        self.dead_letters.append(letter)

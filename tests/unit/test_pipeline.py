@@ -1,0 +1,114 @@
+"""The consumer boundary: malformed input, bugs, transient failures, restore, replay."""
+
+from __future__ import annotations
+
+import asyncio
+
+from processors.indexer import RepoIndex
+from processors.pipeline import IndexingPipeline, InMemoryDeltaSink, Message, RetryPolicy
+from producers.events import encode
+from producers.topics import FILE_EVENTS
+from stores.delta_log import InMemoryDeltaLog
+from tests.factories import Stamp, tiny_parse
+
+
+def message(event, offset: int = 0, key: bytes | None = None) -> Message:
+    raw = encode(event)
+    return Message(FILE_EVENTS, 0, offset, key or event.repo.encode(), raw)
+
+
+def pipeline(log: InMemoryDeltaLog, sink: InMemoryDeltaSink) -> IndexingPipeline:
+    return IndexingPipeline(
+        log, sink, clock=lambda: 7.0, new_index=lambda repo: RepoIndex(repo, parse=tiny_parse)
+    )
+
+
+async def test_malformed_message_is_dead_lettered_and_the_next_one_is_processed() -> None:
+    log = InMemoryDeltaLog()
+    sink = InMemoryDeltaSink(log)
+    p = pipeline(log, sink)
+    await p.process(Message(FILE_EVENTS, 0, 0, b"app-1", b'{"kind": "file_changed", "v": 1}'))
+    await p.process(message(Stamp().changed("a.py", "def f"), offset=1))
+    assert [d.failure for d in sink.dead_letters] == ["malformed"]
+    letter = sink.dead_letters[0]
+    assert letter.reason.startswith("ValidationError") and "repo" in letter.reason
+    assert (letter.offset, letter.key, letter.value) == (0, b"app-1", b'{"kind": "file_changed", "v": 1}')
+    assert [d.seq for d in sink.deltas] == [1]
+
+
+async def test_key_that_is_not_the_events_repository_is_malformed() -> None:
+    log = InMemoryDeltaLog()
+    sink = InMemoryDeltaSink(log)
+    await pipeline(log, sink).process(message(Stamp().changed("a.py", "x"), key=b"other"))
+    assert sink.deltas == [] and "is not the event's repository" in sink.dead_letters[0].reason
+
+
+async def test_non_json_bytes_are_malformed_not_a_crash() -> None:
+    log = InMemoryDeltaLog()
+    sink = InMemoryDeltaSink(log)
+    await pipeline(log, sink).process(Message(FILE_EVENTS, 0, 3, None, b"\xff\xfe not json"))
+    await pipeline(log, sink).process(Message(FILE_EVENTS, 0, 4, None, None))
+    assert [d.failure for d in sink.dead_letters] == ["malformed", "malformed"]
+
+
+async def test_a_handler_bug_is_dead_lettered_and_the_index_restored_from_the_log() -> None:
+    log = InMemoryDeltaLog()
+    sink = InMemoryDeltaSink(log)
+    calls = {"n": 0}
+
+    def flaky_parse(path: str, content: bytes):
+        calls["n"] += 1
+        if path == "boom.py":
+            raise RuntimeError("parser bug")
+        return tiny_parse(path, content)
+
+    p = IndexingPipeline(log, sink, clock=lambda: 7.0, new_index=lambda r: RepoIndex(r, flaky_parse))
+    s = Stamp()
+    await p.process(message(s.changed("a.py", "def f"), 0))
+    await p.process(message(s.changed("boom.py", "def g"), 1))
+    await p.process(message(s.changed("b.py", "import a"), 2))
+    assert [d.failure for d in sink.dead_letters] == ["bug"]
+    assert "RuntimeError: parser bug" in sink.dead_letters[0].reason
+    index = p.index(0, "app-1")
+    assert index is not None and set(index.state.files) == {"a.py", "b.py"}
+    assert [d.seq for d in sink.deltas] == [1, 2]
+
+
+async def test_restarted_pipeline_restores_and_skips_what_it_already_published() -> None:
+    log = InMemoryDeltaLog()
+    sink = InMemoryDeltaSink(log)
+    s = Stamp()
+    events = [s.changed("a.py", "import b"), s.changed("b.py", "def g"), s.scan_completed("c1")]
+    first = pipeline(log, sink)
+    for offset, event in enumerate(events[:2]):
+        await first.process(message(event, offset))
+    # A new worker: restored from the delta log, handed the uncommitted events again.
+    second = pipeline(log, sink)
+    for offset, event in enumerate(events):
+        await second.process(message(event, offset))
+    assert [d.seq for d in sink.deltas] == [1, 2, 3]
+    restored = second.index(0, "app-1")
+    assert restored is not None and restored.state.indexed_commit == "c1"
+
+
+async def test_publish_failure_is_retried_in_place_until_it_succeeds() -> None:
+    log = InMemoryDeltaLog()
+
+    class FlakySink(InMemoryDeltaSink):
+        failures = 2
+
+        async def publish_delta(self, delta):  # type: ignore[no-untyped-def]
+            if self.failures:
+                self.failures -= 1
+                raise ConnectionError("broker away")
+            await super().publish_delta(delta)
+
+    sink = FlakySink(log)
+    p = IndexingPipeline(
+        log,
+        sink,
+        retry=RetryPolicy(first_delay_s=0.001, max_delay_s=0.002),
+        new_index=lambda r: RepoIndex(r, tiny_parse),
+    )
+    await asyncio.wait_for(p.process(message(Stamp().changed("a.py", "def f"))), 2)
+    assert [d.seq for d in sink.deltas] == [1] and sink.failures == 0

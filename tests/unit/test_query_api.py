@@ -1,0 +1,130 @@
+"""The HTTP service over a read model fed with real deltas and statuses."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from processors.indexer import RepoIndex
+from producers.events import SourceStatus
+from query.api import create_api
+from query.read_model import ReadModel
+from tests.factories import Stamp, tiny_parse
+
+
+def status(last_seq: int, **kw: object) -> SourceStatus:
+    fields: dict[str, object] = {
+        "repo": "app-1",
+        "producer": "p1",
+        "root": "/src/app",
+        "branch": "main",
+        "head_commit": "c1",
+        "working_tree_dirty": False,
+        "last_seq": last_seq,
+        "batch_first_seq": 1,
+        "batch_started_at": 1000.0,
+        "sent_at": 1001.0,
+        "heartbeat_s": 5.0,
+        "state": "watching",
+    }
+    fields.update(kw)
+    return SourceStatus(**fields)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def model() -> ReadModel:
+    model = ReadModel(clock=lambda: 1002.0)
+    index, s = RepoIndex("app-1", parse=tiny_parse), Stamp()
+    for event in [
+        s.changed("src/a.py", "import b\ndef run\ndef stop"),
+        s.changed("b.py", "def g"),
+        s.skipped("logo.png", "binary", 4096),
+        s.changed("src/c.py", "import os"),
+        s.scan_completed("c1"),
+    ]:
+        delta = index.handle(event, now=1000.5)
+        assert delta is not None
+        model.apply_delta(delta)
+    model.apply_status(status(5))
+    return model
+
+
+def test_health_and_repositories(model: ReadModel) -> None:
+    client = TestClient(create_api(model, ready=lambda: True))
+    assert client.get("/health").json() == {
+        "status": "ok",
+        "ready": True,
+        "repositories": 1,
+        "deltas_applied": 5,
+        "dead_letters": 0,
+    }
+    repos = client.get("/repositories").json()
+    assert repos["total"] == 1
+    repo = repos["items"][0]
+    assert (repo["repo"], repo["root"], repo["branch"], repo["files"]) == (
+        "app-1",
+        "/src/app",
+        "main",
+        4,
+    )
+    assert repo["freshness"]["status"] == "fresh"
+    assert repo["freshness"]["indexed_commit"] == "c1"
+
+
+def test_freshness_follows_the_producer(model: ReadModel) -> None:
+    client = TestClient(create_api(model, ready=lambda: True))
+    model.apply_status(status(8, batch_first_seq=6, batch_started_at=1001.5, head_commit="c2"))
+    body = client.get("/repositories/app-1/freshness").json()
+    assert body["status"] == "updating"
+    assert body["pending_events"] == 3
+    assert body["lag_ms"] == 500.0
+    assert body["head_commit"] == "c2" and body["indexed_commit"] == "c1"
+
+
+def test_files_filters_and_pagination(model: ReadModel) -> None:
+    client = TestClient(create_api(model, ready=lambda: True))
+    page = client.get("/repositories/app-1/files", params={"limit": 2}).json()
+    assert page["total"] == 4 and [f["path"] for f in page["items"]] == ["b.py", "logo.png"]
+    page = client.get("/repositories/app-1/files", params={"offset": 2, "limit": 2}).json()
+    assert [f["path"] for f in page["items"]] == ["src/a.py", "src/c.py"]
+    by_prefix = client.get("/repositories/app-1/files", params={"prefix": "src/"}).json()
+    assert by_prefix["total"] == 2
+    by_glob = client.get("/repositories/app-1/files", params={"glob": "*.png"}).json()
+    assert [f["skipped"] for f in by_glob["items"]] == ["binary"]
+    skipped = client.get("/repositories/app-1/files", params={"skipped": "false"}).json()
+    assert skipped["total"] == 3
+    assert client.get("/repositories/app-1/files", params={"limit": 5000}).status_code == 422
+
+
+def test_file_details_and_symbols(model: ReadModel) -> None:
+    client = TestClient(create_api(model, ready=lambda: True))
+    detail = client.get("/repositories/app-1/files/src/a.py").json()
+    assert detail["language"] == "python" and detail["lines"] == 3
+    assert [(s["name"], s["line_start"], s["line_end"]) for s in detail["symbols"]] == [
+        ("run", 2, 2),
+        ("stop", 3, 3),
+    ]
+    assert detail["imports"] == [{"module": "b", "names": [], "level": 0, "line": 1}]
+    assert detail["depends_on"] == ["b.py"]
+    assert client.get("/repositories/app-1/files/b.py").json()["imported_by"] == ["src/a.py"]
+    assert detail["freshness"]["status"] == "fresh"
+    symbols = client.get("/repositories/app-1/symbols", params={"path": "src/a.py"}).json()
+    assert symbols["total"] == 2 and symbols["items"][1]["qualname"] == "stop"
+
+
+def test_unknown_repository_and_file_are_clear_404s(model: ReadModel) -> None:
+    client = TestClient(create_api(model, ready=lambda: True))
+    missing = client.get("/repositories/nope/files")
+    assert missing.status_code == 404 and "unknown repository" in missing.json()["detail"]
+    assert client.get("/repositories/app-1/files/nope.py").status_code == 404
+    assert client.get("/openapi.json").json()["info"]["title"] == "Gazetteer"
+
+
+def test_read_model_ignores_replayed_deltas_and_refuses_gaps(model: ReadModel) -> None:
+    index, s = RepoIndex("app-1", parse=tiny_parse), Stamp()
+    first = index.handle(s.changed("z.py", "def z"), now=1.0)
+    assert first is not None
+    assert model.apply_delta(first) is False  # seq 1 again: already applied
+    gap = first.model_copy(update={"seq": 9})
+    assert model.apply_delta(gap) is False
+    assert model.repos["app-1"].state.seq == 5
