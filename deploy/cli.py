@@ -160,7 +160,11 @@ async def _watch(settings: Settings, roots: list[Path]) -> None:
             from query.materializer import Materializer
 
             materializer = Materializer(
-                model, cluster.bootstrap, cluster.end_offsets, client_options=cluster.client_options()
+                model,
+                cluster.bootstrap,
+                cluster.end_offsets,
+                topics=settings.topics,
+                client_options=cluster.client_options(),
             )
             reading = asyncio.create_task(materializer.run(ready))
             await materializer.ready.wait()
@@ -168,7 +172,9 @@ async def _watch(settings: Settings, roots: list[Path]) -> None:
             await reading
 
         await read_state()
-        await _supervise(stop, [run_sources(settings, cluster, roots, stop, since=_indexed_commit(model))])
+        await _supervise(
+            stop, [run_sources(settings, cluster, roots, stop, since=_indexed_commit(model))]
+        )
 
 
 async def _worker(settings: Settings) -> None:

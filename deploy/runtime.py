@@ -19,14 +19,13 @@ from pathlib import Path
 
 import structlog
 import uvicorn
+from producers.session import SourceOptions, describe_repository, run_source
 
 from deploy import tansu_quirks
 from deploy.settings import Settings
 from deploy.topics_admin import ensure_topics
 from processors.app import WorkerConfig, create_app
 from producers.kafka_sink import KafkaSink
-from producers.session import SourceOptions, describe_repository, run_source
-from producers.topics import all_topics
 from query.api import create_api
 from query.materializer import Materializer
 from query.read_model import ReadModel
@@ -56,7 +55,7 @@ async def connect(settings: Settings, bootstrap: str) -> Cluster:
     if tansu:
         tansu_quirks.install()
     cluster = Cluster(bootstrap, tansu)
-    await ensure_topics(bootstrap, all_topics(settings.partitions), config=TOPIC_CONFIG)
+    await ensure_topics(bootstrap, settings.topics.specs(settings.partitions), config=TOPIC_CONFIG)
     log.info("broker_connected", bootstrap=bootstrap, tansu=tansu)
     return cluster
 
@@ -87,10 +86,11 @@ async def run_worker(settings: Settings, cluster: Cluster, stop: asyncio.Event) 
         partitions=settings.partitions,
         datadir=str(datadir),
         session_timeout_s=settings.session_timeout_s,
+        topics=settings.topics,
     )
     delta_log = KafkaDeltaLog(
         cluster.bootstrap,
-        "gazetteer.graph-deltas.v1",
+        settings.topics.graph_deltas,
         cluster.end_offsets,
         client_options=cluster.client_options(),
     )
@@ -115,7 +115,11 @@ async def run_query(
 ) -> None:
     model = model or ReadModel()
     materializer = Materializer(
-        model, cluster.bootstrap, cluster.end_offsets, client_options=cluster.client_options()
+        model,
+        cluster.bootstrap,
+        cluster.end_offsets,
+        topics=settings.topics,
+        client_options=cluster.client_options(),
     )
     api = create_api(model, ready=materializer.ready.is_set)
     port = free_port(settings.host, settings.port)
@@ -148,7 +152,9 @@ async def run_sources(
     *,
     since: Callable[[str], str | None] = lambda repo: None,
 ) -> None:
-    sink = KafkaSink(cluster.bootstrap, client_options=cluster.client_options())
+    sink = KafkaSink(
+        cluster.bootstrap, topics=settings.topics, client_options=cluster.client_options()
+    )
     await sink.start()
     options = SourceOptions(
         max_bytes=settings.max_file_bytes,
@@ -162,9 +168,7 @@ async def run_sources(
         for root in roots:
             repo, branch, head = describe_repository(root)
             log.info("repository_followed", repo=repo, root=str(root), branch=branch, head=head)
-            tasks.append(
-                run_source(root, sink, options, since_commit=since(repo), stop=stop)
-            )
+            tasks.append(run_source(root, sink, options, since_commit=since(repo), stop=stop))
         await asyncio.gather(*tasks)
     finally:
         await sink.stop()

@@ -12,6 +12,8 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from producers.topics import Topics
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GAZETTEER_", frozen=True, extra="ignore")
@@ -32,7 +34,8 @@ class Settings(BaseSettings):
     session_timeout_s: float = Field(6.0, gt=0)
     log_level: str = "info"
     log_format: Literal["console", "json"] = "console"
-    app_id: str = "gazetteer-worker"
+    app_id: str = Field("gazetteer-worker", description="the workers' consumer group")
+    namespace: str = Field("gazetteer", pattern=r"^[A-Za-z0-9._-]+$", description="topic prefix")
 
     @field_validator("broker")
     @classmethod
@@ -40,6 +43,10 @@ class Settings(BaseSettings):
         if value != "embedded" and not value.startswith("kafka://"):
             raise ValueError("broker must be 'embedded' or kafka://host:port[,host:port]")
         return value
+
+    @property
+    def topics(self) -> Topics:
+        return Topics(self.namespace)
 
     @property
     def bootstrap(self) -> str | None:

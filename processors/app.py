@@ -14,7 +14,7 @@ import faust
 import structlog
 
 from processors.pipeline import IndexingPipeline, Message
-from producers.topics import DEAD_LETTERS, FILE_EVENTS, GRAPH_DELTAS
+from producers.topics import Topics
 from stores.dead_letters import DeadLetter
 from stores.deltas import GraphDelta, encode_delta
 
@@ -30,26 +30,35 @@ class WorkerConfig:
     session_timeout_s: float = 6.0
     heartbeat_interval_s: float = 1.0
     commit_interval_s: float = 0.5
+    topics: Topics = Topics()
 
 
 class FaustDeltaSink:
     """DeltaSink over the app's producer: waits for the broker's acknowledgement."""
 
-    def __init__(self, app: faust.App) -> None:
+    def __init__(self, app: faust.App, topics: Topics) -> None:
         self._app = app
+        self._topics = topics
 
     async def publish_delta(self, delta: GraphDelta) -> None:
         await self._app.producer.send_and_wait(
-            GRAPH_DELTAS, delta.repo.encode(), encode_delta(delta), None, None, None
+            self._topics.graph_deltas, delta.repo.encode(), encode_delta(delta), None, None, None
         )
 
     async def publish_dead_letter(self, letter: DeadLetter) -> None:
         await self._app.producer.send_and_wait(
-            DEAD_LETTERS, letter.key, letter.model_dump_json().encode(), None, None, None
+            self._topics.dead_letters,
+            letter.key,
+            letter.model_dump_json().encode(),
+            None,
+            None,
+            None,
         )
 
 
-def create_app(config: WorkerConfig, pipeline: IndexingPipeline | None = None, **deps: Any) -> faust.App:
+def create_app(
+    config: WorkerConfig, pipeline: IndexingPipeline | None = None, **deps: Any
+) -> faust.App:
     """A worker app. ``pipeline`` defaults to one built from ``deps['delta_log']``."""
     app = faust.App(
         config.app_id,
@@ -68,9 +77,13 @@ def create_app(config: WorkerConfig, pipeline: IndexingPipeline | None = None, *
         producer_acks=-1,
     )
     if pipeline is None:
-        pipeline = IndexingPipeline(deps["delta_log"], FaustDeltaSink(app))
+        pipeline = IndexingPipeline(deps["delta_log"], FaustDeltaSink(app, config.topics))
     file_events = app.topic(
-        FILE_EVENTS, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"
+        config.topics.file_events,
+        key_type=bytes,
+        value_type=bytes,
+        key_serializer="raw",
+        value_serializer="raw",
     )
 
     @app.agent(file_events, name="gazetteer.index-file-events")
@@ -84,7 +97,7 @@ def create_app(config: WorkerConfig, pipeline: IndexingPipeline | None = None, *
 
     @app.on_partitions_revoked.connect
     async def forget_revoked(app: faust.App, revoked: set[Any], **_: Any) -> None:
-        pipeline.revoke({tp.partition for tp in revoked if tp.topic == FILE_EVENTS})
+        pipeline.revoke({tp.partition for tp in revoked if tp.topic == config.topics.file_events})
 
     app.gazetteer_pipeline = pipeline  # type: ignore[attr-defined]
     return app

@@ -28,7 +28,11 @@ class ImportTarget:
 
 def _python_module_paths(dotted: str) -> list[str]:
     base = dotted.replace(".", "/")
-    return [f"{root}{base}{suffix}" for root in PY_SOURCE_ROOTS for suffix in (".py", "/__init__.py", ".pyi")]
+    return [
+        f"{root}{base}{suffix}"
+        for root in PY_SOURCE_ROOTS
+        for suffix in (".py", "/__init__.py", ".pyi")
+    ]
 
 
 def python_targets(importer: str, imp: ImportRecord) -> list[ImportTarget]:
@@ -38,7 +42,9 @@ def python_targets(importer: str, imp: ImportRecord) -> list[ImportTarget]:
         for _ in range(imp.level - 1):
             package = posixpath.dirname(package)
         base = posixpath.join(package, imp.module.replace(".", "/")) if imp.module else package
-        module_files = [f"{base}.py", f"{base}/__init__.py"] if imp.module else [f"{base}/__init__.py"]
+        module_files = (
+            [f"{base}.py", f"{base}/__init__.py"] if imp.module else [f"{base}/__init__.py"]
+        )
         targets = [
             ImportTarget((f"{base}/{name}.py", f"{base}/{name}/__init__.py", *module_files), None)
             for name in imp.names

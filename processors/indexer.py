@@ -44,7 +44,9 @@ class RepoIndex:
         self._external_refs: dict[str, int] = {}  # external module node -> edges into it
 
     @classmethod
-    def restore(cls, repo: str, deltas: Iterable[GraphDelta], parse: Parser = parse_file) -> RepoIndex:
+    def restore(
+        cls, repo: str, deltas: Iterable[GraphDelta], parse: Parser = parse_file
+    ) -> RepoIndex:
         index = cls(repo, parse)
         for delta in deltas:
             index.apply(delta)
@@ -118,7 +120,11 @@ class RepoIndex:
             )
             return {"commit": commit, "branch": event.branch}
         if isinstance(event, CommitCompleted):
-            return {"barrier": "commit_completed", "indexed_commit": event.sha, "branch": event.branch}
+            return {
+                "barrier": "commit_completed",
+                "indexed_commit": event.sha,
+                "branch": event.branch,
+            }
         if isinstance(event, ScanCompleted):
             # A full scan reports every file; files no event of this session reported
             # are gone (deleted while no producer was watching).
@@ -128,7 +134,9 @@ class RepoIndex:
                 else set()
             )
             changes = self._graph_change(removed=gone)
-            changes.update(barrier="scan_completed", indexed_commit=event.commit, branch=event.branch)
+            changes.update(
+                barrier="scan_completed", indexed_commit=event.commit, branch=event.branch
+            )
             return changes
         raise TypeError(f"no handler for event {type(event).__name__}")
 
@@ -172,7 +180,10 @@ class RepoIndex:
         )
 
     def _graph_change(
-        self, *, upserted: FileRecord | None = None, removed: set[str] = frozenset()  # type: ignore[assignment]
+        self,
+        *,
+        upserted: FileRecord | None = None,
+        removed: set[str] = frozenset(),  # type: ignore[assignment]
     ) -> dict[str, object]:
         """Files upserted or removed, their nodes and edges, and the importers they affect."""
         state = self.state
@@ -240,8 +251,9 @@ class RepoIndex:
             if key[1].startswith("ext:") and key not in old:
                 net[key[1]] = net.get(key[1], 0) + 1
         return sorted(
-            node for node, change in net.items() if self._external_refs.get(node, 0) + change <= 0
-            and node in self.state.nodes
+            node
+            for node, change in net.items()
+            if self._external_refs.get(node, 0) + change <= 0 and node in self.state.nodes
         )
 
 

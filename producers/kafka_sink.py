@@ -8,11 +8,18 @@ from collections.abc import Mapping, Sequence
 from aiokafka import AIOKafkaProducer
 
 from producers.events import EventBase, SourceStatus, encode
-from producers.topics import FILE_EVENTS, SOURCES
+from producers.topics import DEFAULT_TOPICS, Topics
 
 
 class KafkaSink:
-    def __init__(self, bootstrap: str, *, client_options: Mapping[str, object] | None = None):
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        topics: Topics = DEFAULT_TOPICS,
+        client_options: Mapping[str, object] | None = None,
+    ) -> None:
+        self._topics = topics
         self._producer = AIOKafkaProducer(
             bootstrap_servers=bootstrap,
             acks="all",
@@ -31,12 +38,14 @@ class KafkaSink:
         # One repository, one key, one partition: sending without waiting in between
         # keeps the order; waiting on every future makes the batch acknowledged.
         futures = [
-            await self._producer.send(FILE_EVENTS, key=e.repo.encode(), value=encode(e))
+            await self._producer.send(
+                self._topics.file_events, key=e.repo.encode(), value=encode(e)
+            )
             for e in events
         ]
         await asyncio.gather(*futures)
 
     async def publish_status(self, status: SourceStatus) -> None:
         await self._producer.send_and_wait(
-            SOURCES, key=status.repo.encode(), value=encode(status)
+            self._topics.sources, key=status.repo.encode(), value=encode(status)
         )

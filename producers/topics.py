@@ -1,24 +1,23 @@
 """Versioned topic names: the wire between the producers, the processors and the readers.
 
 A breaking change to a message contract gets a new topic version (``.v2``) so that
-old and new consumers never read each other's messages.
+old and new consumers never read each other's messages. A namespace prefixes every
+name, so that several deployments (or test runs) can share one cluster.
+
+- ``file-events``: FileChanged, FileDeleted, CommitObserved and the scan/commit
+  barriers, keyed by repository;
+- ``sources``: SourceStatus heartbeats of the producers, keyed by repository;
+- ``graph-deltas``: GraphDelta records of the processors, keyed by repository: the
+  materialized state's log;
+- ``dead-letters``: events that could not be processed, with the reason, keyed by the
+  original key.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-FILE_EVENTS = "gazetteer.file-events.v1"
-"""FileChanged, FileDeleted, CommitObserved and the scan/commit barriers, keyed by repo."""
-
-SOURCES = "gazetteer.sources.v1"
-"""SourceStatus heartbeats of the producers, keyed by repo: what has been emitted."""
-
-GRAPH_DELTAS = "gazetteer.graph-deltas.v1"
-"""GraphDelta records of the processors, keyed by repo: the materialized state's log."""
-
-DEAD_LETTERS = "gazetteer.dead-letters.v1"
-"""Events that could not be processed, with the reason, keyed by the original key."""
+DEFAULT_NAMESPACE = "gazetteer"
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,17 +26,39 @@ class TopicSpec:
     partitions: int
 
 
-def all_topics(partitions: int) -> tuple[TopicSpec, ...]:
-    """Every topic of the pipeline.
+@dataclass(frozen=True, slots=True)
+class Topics:
+    namespace: str = DEFAULT_NAMESPACE
 
-    The keyed topics share one partition count so that a repository's file events and
-    its graph deltas land on the same partition number: the worker that owns a
-    repository's input partition restores that repository from the same partition of
-    the delta log.
-    """
-    return (
-        TopicSpec(FILE_EVENTS, partitions),
-        TopicSpec(SOURCES, partitions),
-        TopicSpec(GRAPH_DELTAS, partitions),
-        TopicSpec(DEAD_LETTERS, partitions),
-    )
+    @property
+    def file_events(self) -> str:
+        return f"{self.namespace}.file-events.v1"
+
+    @property
+    def sources(self) -> str:
+        return f"{self.namespace}.sources.v1"
+
+    @property
+    def graph_deltas(self) -> str:
+        return f"{self.namespace}.graph-deltas.v1"
+
+    @property
+    def dead_letters(self) -> str:
+        return f"{self.namespace}.dead-letters.v1"
+
+    def specs(self, partitions: int) -> tuple[TopicSpec, ...]:
+        """Every topic of the pipeline.
+
+        The keyed topics share one partition count so that a repository's file events
+        and its graph deltas land on the same partition number: the worker that owns a
+        repository's input partition restores it from the same partition of the log.
+        """
+        names = (self.file_events, self.sources, self.graph_deltas, self.dead_letters)
+        return tuple(TopicSpec(name, partitions) for name in names)
+
+
+DEFAULT_TOPICS = Topics()
+
+
+def all_topics(partitions: int, topics: Topics = DEFAULT_TOPICS) -> tuple[TopicSpec, ...]:
+    return topics.specs(partitions)

@@ -129,7 +129,9 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
         record = file_record(view, path)
         node = f"file:{record.path}"
         depends_on = sorted(
-            e.dst.split(":", 1)[1] for e in view.state.owned_edges(record.path) if e.kind == "IMPORTS"
+            e.dst.split(":", 1)[1]
+            for e in view.state.owned_edges(record.path)
+            if e.kind == "IMPORTS"
         )
         imported_by = sorted(
             key[0].split(":", 1)[1]
@@ -169,7 +171,11 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
         record = file_record(view, path)
         items = [s for s in record.symbols if kind is None or s.kind == kind.upper()]
         return SymbolPage(
-            repo=repo, path=record.path, total=len(items), items=items, freshness=model.freshness(repo)
+            repo=repo,
+            path=record.path,
+            total=len(items),
+            items=items,
+            freshness=model.freshness(repo),
         )
 
     @api.get("/dead-letters", response_model=DeadLetterPage)

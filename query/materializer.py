@@ -16,15 +16,13 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from pydantic import ValidationError
 
 from producers.events import decode_source_status
-from producers.topics import DEAD_LETTERS, GRAPH_DELTAS, SOURCES
+from producers.topics import DEFAULT_TOPICS, Topics
 from query.read_model import ReadModel
 from stores.dead_letters import decode_dead_letter
 from stores.delta_log import EndOffsets
 from stores.deltas import decode_delta
 
 log = structlog.get_logger(__name__)
-
-TOPICS = (GRAPH_DELTAS, SOURCES, DEAD_LETTERS)
 
 
 class Materializer:
@@ -34,9 +32,11 @@ class Materializer:
         bootstrap: str,
         end_offsets: EndOffsets,
         *,
+        topics: Topics = DEFAULT_TOPICS,
         client_options: Mapping[str, object] | None = None,
     ) -> None:
         self.model = model
+        self._topics = topics
         self._bootstrap = bootstrap
         self._end_offsets = end_offsets
         self._options = dict(client_options or {})
@@ -57,7 +57,11 @@ class Materializer:
             consumer.assign(partitions)
             await consumer.seek_to_beginning(*partitions)
             self._targets = dict(await self._end_offsets(consumer, partitions))
-            log.info("materializer_started", partitions=len(partitions), backlog=sum(self._targets.values()))
+            log.info(
+                "materializer_started",
+                partitions=len(partitions),
+                backlog=sum(self._targets.values()),
+            )
             while not stop.is_set():
                 batches = await consumer.getmany(timeout_ms=200, max_records=2000)
                 for tp, messages in batches.items():
@@ -69,18 +73,22 @@ class Materializer:
         finally:
             await consumer.stop()
 
+    @property
+    def _names(self) -> tuple[str, str, str]:
+        return (self._topics.graph_deltas, self._topics.sources, self._topics.dead_letters)
+
     async def _partitions(self, consumer: AIOKafkaConsumer) -> list[TopicPartition]:
         for _ in range(100):
             found = [
                 TopicPartition(topic, p)
-                for topic in TOPICS
+                for topic in self._names
                 for p in sorted(consumer.partitions_for_topic(topic) or ())
             ]
-            if {tp.topic for tp in found} == set(TOPICS):
+            if {tp.topic for tp in found} == set(self._names):
                 return found
             await consumer.force_metadata_update()
             await asyncio.sleep(0.1)
-        raise RuntimeError(f"topics missing on the broker: {TOPICS}")
+        raise RuntimeError(f"topics missing on the broker: {self._names}")
 
     async def _caught_up(self, consumer: AIOKafkaConsumer) -> bool:
         for tp, end in self._targets.items():
@@ -93,11 +101,11 @@ class Materializer:
         if value is None:
             return
         try:
-            if topic == GRAPH_DELTAS:
+            if topic == self._topics.graph_deltas:
                 self.model.apply_delta(decode_delta(value))
-            elif topic == SOURCES:
+            elif topic == self._topics.sources:
                 self.model.apply_status(decode_source_status(value))
-            elif topic == DEAD_LETTERS:
+            elif topic == self._topics.dead_letters:
                 repo = key.decode(errors="replace") if key else None
                 self.model.apply_dead_letter(decode_dead_letter(value), repo)
         except (ValidationError, ValueError) as exc:

@@ -27,7 +27,12 @@ def test_file_changed_gives_nodes_contains_and_import_edges() -> None:
         ("file:a.py", "sym:a.py:run", "CONTAINS"),
     ]
     record = index.state.files["a.py"]
-    assert (record.language, record.lines, record.origin, record.producer) == ("python", 2, "scan", "p1")
+    assert (record.language, record.lines, record.origin, record.producer) == (
+        "python",
+        2,
+        "scan",
+        "p1",
+    )
 
 
 def test_a_new_file_re_resolves_the_files_that_import_it() -> None:

@@ -7,14 +7,14 @@ import asyncio
 from processors.indexer import RepoIndex
 from processors.pipeline import IndexingPipeline, InMemoryDeltaSink, Message, RetryPolicy
 from producers.events import encode
-from producers.topics import FILE_EVENTS
+from producers.topics import DEFAULT_TOPICS
 from stores.delta_log import InMemoryDeltaLog
 from tests.factories import Stamp, tiny_parse
 
 
 def message(event, offset: int = 0, key: bytes | None = None) -> Message:
     raw = encode(event)
-    return Message(FILE_EVENTS, 0, offset, key or event.repo.encode(), raw)
+    return Message(DEFAULT_TOPICS.file_events, 0, offset, key or event.repo.encode(), raw)
 
 
 def pipeline(log: InMemoryDeltaLog, sink: InMemoryDeltaSink) -> IndexingPipeline:
@@ -27,12 +27,18 @@ async def test_malformed_message_is_dead_lettered_and_the_next_one_is_processed(
     log = InMemoryDeltaLog()
     sink = InMemoryDeltaSink(log)
     p = pipeline(log, sink)
-    await p.process(Message(FILE_EVENTS, 0, 0, b"app-1", b'{"kind": "file_changed", "v": 1}'))
+    await p.process(
+        Message(DEFAULT_TOPICS.file_events, 0, 0, b"app-1", b'{"kind": "file_changed", "v": 1}')
+    )
     await p.process(message(Stamp().changed("a.py", "def f"), offset=1))
     assert [d.failure for d in sink.dead_letters] == ["malformed"]
     letter = sink.dead_letters[0]
     assert letter.reason.startswith("ValidationError") and "repo" in letter.reason
-    assert (letter.offset, letter.key, letter.value) == (0, b"app-1", b'{"kind": "file_changed", "v": 1}')
+    assert (letter.offset, letter.key, letter.value) == (
+        0,
+        b"app-1",
+        b'{"kind": "file_changed", "v": 1}',
+    )
     assert [d.seq for d in sink.deltas] == [1]
 
 
@@ -46,8 +52,10 @@ async def test_key_that_is_not_the_events_repository_is_malformed() -> None:
 async def test_non_json_bytes_are_malformed_not_a_crash() -> None:
     log = InMemoryDeltaLog()
     sink = InMemoryDeltaSink(log)
-    await pipeline(log, sink).process(Message(FILE_EVENTS, 0, 3, None, b"\xff\xfe not json"))
-    await pipeline(log, sink).process(Message(FILE_EVENTS, 0, 4, None, None))
+    await pipeline(log, sink).process(
+        Message(DEFAULT_TOPICS.file_events, 0, 3, None, b"\xff\xfe not json")
+    )
+    await pipeline(log, sink).process(Message(DEFAULT_TOPICS.file_events, 0, 4, None, None))
     assert [d.failure for d in sink.dead_letters] == ["malformed", "malformed"]
 
 
@@ -62,7 +70,9 @@ async def test_a_handler_bug_is_dead_lettered_and_the_index_restored_from_the_lo
             raise RuntimeError("parser bug")
         return tiny_parse(path, content)
 
-    p = IndexingPipeline(log, sink, clock=lambda: 7.0, new_index=lambda r: RepoIndex(r, flaky_parse))
+    p = IndexingPipeline(
+        log, sink, clock=lambda: 7.0, new_index=lambda r: RepoIndex(r, flaky_parse)
+    )
     s = Stamp()
     await p.process(message(s.changed("a.py", "def f"), 0))
     await p.process(message(s.changed("boom.py", "def g"), 1))
