@@ -1,0 +1,123 @@
+"""The parsing core: one file's bytes in, that file's symbols and imports out.
+
+Pure and total: `parse_file` never raises. Whatever went wrong is named in `problems`
+("invalid_utf8", "minified", "syntax_errors:3", "parser_failed:<Exc>",
+"extract_failed:<Exc>") beside whatever could still be extracted, so a consumer can
+record the file and move on.
+
+Cost: one parse per file and a walk over statement levels only. Measured against a bare
+`Parser.parse` over the same bytes: 1.5x on site-packages' 3,800 .py files (53 MB) and
+1.6x on npm's 1,150 .js files (7.6 MB).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+from tree_sitter import Node
+
+from processors.parsing import javascript, python
+from processors.parsing.tree import FileFacts, count_errors, parser
+from stores.records import ImportRecord, SymbolRecord
+
+__all__ = ["ParseResult", "language_for", "parse_file"]
+
+log = structlog.get_logger(__name__)
+
+_EXTENSIONS = {
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".tsx": "tsx",
+}
+_EXTRACTORS: dict[str, tuple[Callable[[Node, FileFacts], None], tuple[bytes, ...]]] = {
+    "python": (python.extract, python.COMMENT_MARKS),
+    "javascript": (javascript.extract, javascript.COMMENT_MARKS),
+    "typescript": (javascript.extract, javascript.COMMENT_MARKS),
+    "tsx": (javascript.extract, javascript.COMMENT_MARKS),
+}
+_BOM = b"\xef\xbb\xbf"
+MINIFIED_LINE_CHARS = 1_000
+MINIFIED_AVERAGE_CHARS = 300
+
+
+@dataclass(frozen=True, slots=True)
+class ParseResult:
+    """The per-file facts tree-sitter gives: symbols and imports in source order."""
+
+    language: str | None
+    lines: int
+    symbols: tuple[SymbolRecord, ...]
+    imports: tuple[ImportRecord, ...]
+    parse_errors: int
+    problems: tuple[str, ...]
+
+
+def language_for(path: str) -> str | None:
+    """The language of a file by its extension, or None when it is not one we parse."""
+    return _EXTENSIONS.get(os.path.splitext(path)[1].lower())
+
+
+def count_lines(content: bytes) -> int:
+    """b"" has 0 lines, b"a" and b"a\\n" one, b"a\\nb" two."""
+    newlines = content.count(b"\n")
+    return newlines + 1 if content and not content.endswith(b"\n") else newlines
+
+
+def parse_file(path: str, content: bytes) -> ParseResult:
+    """Parse one file once and extract its facts; never raises."""
+    language = language_for(path)
+    lines = count_lines(content)
+    if language is None:
+        return ParseResult(None, lines, (), (), 0, ())
+    problems: list[str] = []
+    try:
+        content.decode("utf-8")
+    except UnicodeDecodeError:
+        problems.append("invalid_utf8")
+    if _is_minified(content, lines):
+        problems.append("minified")
+    if content.startswith(_BOM):  # tree-sitter would report the BOM as a syntax error
+        content = content[len(_BOM) :]
+    try:
+        tree = parser(language).parse(content)
+    except Exception as exc:  # a tree-sitter failure is a fact about this file
+        problems.append(f"parser_failed:{type(exc).__name__}")
+        return ParseResult(language, lines, (), (), 0, tuple(problems))
+    if tree is None:
+        problems.append("parser_failed:NoTree")
+        return ParseResult(language, lines, (), (), 0, tuple(problems))
+    root = tree.root_node
+    parse_errors = count_errors(root)
+    if parse_errors:
+        problems.append(f"syntax_errors:{parse_errors}")
+    extract, comment_marks = _EXTRACTORS[language]
+    facts = FileFacts(content, comment_marks)
+    try:
+        extract(root, facts)
+        symbols, imports = facts.symbols(), facts.imports()
+    except Exception as exc:  # a bug of ours: keep the traceback, still answer
+        log.exception("parse_extract_failed", path=path, language=language)
+        problems.append(f"extract_failed:{type(exc).__name__}")
+        symbols, imports = (), ()
+    return ParseResult(language, lines, symbols, imports, parse_errors, tuple(problems))
+
+
+def _is_minified(content: bytes, lines: int) -> bool:
+    """Generated or bundled text, judged by line lengths in bytes."""
+    if not lines:
+        return False
+    if len(content) / lines > MINIFIED_AVERAGE_CHARS:
+        return True
+    return len(content) > MINIFIED_LINE_CHARS and (
+        max(map(len, content.split(b"\n"))) > MINIFIED_LINE_CHARS
+    )

@@ -1,0 +1,183 @@
+"""Tree-sitter plumbing shared by the language extractors.
+
+Languages are built once per process and parsers once per thread (a tree-sitter Parser
+is not safe to share between threads). `FileFacts` gathers one file's symbols and imports;
+the extractors walk only the statement levels of the tree, so node text is sliced from
+the file's bytes on demand and never decoded wholesale.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from collections.abc import Callable
+
+import tree_sitter_javascript
+import tree_sitter_python
+import tree_sitter_typescript
+from tree_sitter import Language, Node, Parser
+
+from stores.records import ImportRecord, SymbolKind, SymbolRecord
+
+SIGNATURE_CHARS = 200
+DOC_CHARS = 300
+# A header is sliced before it is whitespace-collapsed, so a 50 kB default argument
+# costs no more than this many bytes.
+_HEADER_SCAN_BYTES = 4 * SIGNATURE_CHARS
+
+_BREAK_AFTER_OPEN = re.compile(r"([(\[{])[ \t]*\r?\n\s*")
+_BREAK_BEFORE_CLOSE = re.compile(r"\s*\n[ \t]*([)\]}])")
+
+_GRAMMARS: dict[str, Callable[[], object]] = {
+    "python": tree_sitter_python.language,
+    "javascript": tree_sitter_javascript.language,
+    "typescript": tree_sitter_typescript.language_typescript,
+    "tsx": tree_sitter_typescript.language_tsx,
+}
+
+_local = threading.local()
+
+
+@functools.cache
+def language(name: str) -> Language:
+    """The tree-sitter Language for one of the supported language names."""
+    return Language(_GRAMMARS[name]())
+
+
+def parser(name: str) -> Parser:
+    """This thread's parser for a language."""
+    parsers: dict[str, Parser] | None = getattr(_local, "parsers", None)
+    if parsers is None:
+        parsers = _local.parsers = {}
+    found = parsers.get(name)
+    if found is None:
+        found = parsers[name] = Parser(language(name))
+    return found
+
+
+def count_errors(root: Node) -> int:
+    """ERROR regions (the top-most only) plus MISSING nodes; clean subtrees are skipped."""
+    if not root.has_error:
+        return 0
+    count = 0
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.is_error or node.is_missing:
+            count += 1
+            continue
+        stack.extend(child for child in node.children if child.has_error)
+    return count
+
+
+def first_line(node: Node) -> int:
+    return node.start_point.row + 1
+
+
+def last_line(node: Node) -> int:
+    """1-based inclusive: a node that ends at column 0 ends on the line before."""
+    end = node.end_point
+    if end.column == 0 and end.row > node.start_point.row:
+        return end.row
+    return end.row + 1
+
+
+def collapse(text: str, limit: int) -> str:
+    """Whitespace runs become one space; longer than `limit` is cut with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+class FileFacts:
+    """The symbols and imports of one file, kept in source order."""
+
+    __slots__ = ("_comment_marks", "_imports", "_symbols", "content")
+
+    def __init__(self, content: bytes, comment_marks: tuple[bytes, ...]) -> None:
+        self.content = content
+        self._comment_marks = comment_marks
+        self._symbols: list[tuple[int, SymbolRecord]] = []
+        self._imports: list[tuple[int, ImportRecord]] = []
+
+    def text(self, node: Node) -> str:
+        return self.content[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+    def header(self, node: Node, start: int, end: int, trailing: str = "") -> str:
+        """The text of `node` in [start, end), collapsed, without comments or `trailing`."""
+        end = min(end, start + _HEADER_SCAN_BYTES)
+        raw = self.content[start:end]
+        if any(mark in raw for mark in self._comment_marks):
+            raw = self._without_comments(node, start, end)
+        text = raw.decode("utf-8", "replace").rstrip()
+        if "\n" in text:  # "def f(\n    a,\n)" reads as "def f(a,)", not "def f( a, )"
+            text = _BREAK_BEFORE_CLOSE.sub(r"\1", _BREAK_AFTER_OPEN.sub(r"\1", text))
+        if trailing:
+            text = text.rstrip(trailing).rstrip()
+        return collapse(text, SIGNATURE_CHARS)
+
+    def _without_comments(self, node: Node, start: int, end: int) -> bytes:
+        # Only reached when a comment marker is in the header text: a rare walk.
+        comments: list[tuple[int, int]] = []
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if current.end_byte <= start or current.start_byte >= end:
+                continue
+            if current.type == "comment":
+                comments.append((current.start_byte, current.end_byte))
+            else:
+                stack.extend(current.children)
+        pieces, at = [], start
+        for comment_start, comment_end in sorted(comments):
+            pieces.append(self.content[at:comment_start])
+            at = comment_end
+        pieces.append(self.content[at:end])
+        return b" ".join(pieces)
+
+    def symbol(
+        self,
+        name: str,
+        kind: SymbolKind,
+        *,
+        first: Node,
+        last: Node,
+        signature: str,
+        parent: str | None,
+        doc: str | None = None,
+    ) -> str | None:
+        """Record a symbol spanning `first` to `last`; returns its qualname.
+
+        A nameless declaration (broken code: the name is a MISSING node) is not recorded,
+        and the parent's qualname is returned for what it contains.
+        """
+        if not name:
+            return parent
+        qualname = f"{parent}.{name}" if parent else name
+        record = SymbolRecord(
+            name=name,
+            qualname=qualname,
+            kind=kind,
+            line_start=first_line(first),
+            line_end=max(last_line(last), first_line(first)),
+            signature=signature,
+            parent=parent,
+            doc=doc,
+        )
+        self._symbols.append((first.start_byte, record))
+        return qualname
+
+    def import_(self, module: str, names: tuple[str, ...], node: Node, level: int = 0) -> None:
+        record = ImportRecord(module=module, names=names, level=level, line=first_line(node))
+        self._imports.append((node.start_byte, record))
+
+    def symbols(self) -> tuple[SymbolRecord, ...]:
+        # Sorting on the start byte alone keeps insertion order among equals (`a = b = 1`).
+        return tuple(record for _, record in sorted(self._symbols, key=_start))
+
+    def imports(self) -> tuple[ImportRecord, ...]:
+        return tuple(record for _, record in sorted(self._imports, key=_start))
+
+
+def _start(item: tuple[int, object]) -> int:
+    return item[0]

@@ -1,0 +1,228 @@
+"""Python files: exact symbols and imports from small sources."""
+
+from __future__ import annotations
+
+from textwrap import dedent
+
+from processors.parsing import ParseResult, parse_file
+from stores.records import ImportRecord, SymbolKind, SymbolRecord
+
+
+def parse(source: str) -> ParseResult:
+    return parse_file("pkg/mod.py", dedent(source).lstrip("\n").encode())
+
+
+def symbol(
+    qualname: str, kind: SymbolKind, lines: tuple[int, int], signature: str, doc: str | None = None
+) -> SymbolRecord:
+    parent, _, name = qualname.rpartition(".")
+    return SymbolRecord(
+        name=name,
+        qualname=qualname,
+        kind=kind,
+        line_start=lines[0],
+        line_end=lines[1],
+        signature=signature,
+        parent=parent or None,
+        doc=doc,
+    )
+
+
+def imported(module: str, names: tuple[str, ...], line: int, level: int = 0) -> ImportRecord:
+    return ImportRecord(module=module, names=names, level=level, line=line)
+
+
+def test_classes_methods_and_nested_functions_with_their_parents() -> None:
+    result = parse(
+        """
+        class Outer(Base, metaclass=Meta):
+            class Inner:
+                def method(self, x: int) -> int:
+                    return x
+
+            @property
+            def prop(self): ...
+
+            async def run(self):
+                def helper():
+                    class Local: pass
+                return helper
+
+        def top(a, *args, b=1, **kw):
+            pass
+        """
+    )
+    assert result.language == "python"
+    assert result.symbols == (
+        symbol("Outer", "CLASS", (1, 12), "class Outer(Base, metaclass=Meta)"),
+        symbol("Outer.Inner", "CLASS", (2, 4), "class Inner"),
+        symbol("Outer.Inner.method", "METHOD", (3, 4), "def method(self, x: int) -> int"),
+        symbol("Outer.prop", "METHOD", (6, 7), "def prop(self)"),
+        symbol("Outer.run", "METHOD", (9, 12), "async def run(self)"),
+        symbol("Outer.run.helper", "FUNCTION", (10, 11), "def helper()"),
+        symbol("Outer.run.helper.Local", "CLASS", (11, 11), "class Local"),
+        symbol("top", "FUNCTION", (14, 15), "def top(a, *args, b=1, **kw)"),
+    )
+    assert result.imports == ()
+    assert (result.parse_errors, result.problems) == (0, ())
+
+
+def test_definitions_under_compound_statements_keep_their_scope() -> None:
+    result = parse(
+        """
+        if TYPE_CHECKING:
+            def typed(): ...
+        else:
+            class Fallback:
+                if sys.version_info >= (3, 12):
+                    def new(self): ...
+        try:
+            import ujson as json
+        except ImportError:
+            json = None
+        """
+    )
+    assert result.symbols == (
+        symbol("typed", "FUNCTION", (2, 2), "def typed()"),
+        symbol("Fallback", "CLASS", (4, 6), "class Fallback"),
+        symbol("Fallback.new", "METHOD", (6, 6), "def new(self)"),
+        symbol("json", "VARIABLE", (10, 10), "json = None"),
+    )
+    assert result.imports == (imported("ujson", (), 8),)
+
+
+def test_docstrings_are_cleaned_and_capped() -> None:
+    long = "x" * 400
+    result = parse(
+        f'''
+        class A:
+            # a comment may come first
+            """Class doc."""
+
+        def f():
+            r"""Raw doc.
+
+               Indented second paragraph.
+            """
+
+        def g():
+            \'single\'
+
+        def h():
+            x = "not a docstring"
+
+        def i():
+            """{long}"""
+        '''
+    )
+    assert [s.doc for s in result.symbols] == [
+        "Class doc.",
+        "Raw doc.\n\nIndented second paragraph.",
+        "single",
+        None,
+        "x" * 300,
+    ]
+
+
+def test_module_level_assignments_are_variables() -> None:
+    result = parse(
+        """
+        __all__ = ["f"]
+        a = b = 1
+        x, (y, *rest) = values
+        count: int
+        limit: int = 10
+        _ = ignored()
+        obj.attr = 1
+        items[0] = 2
+        total += 1
+        type Alias[T] = list[T]
+
+        def f():
+            local = 1
+
+        class C:
+            attribute = 2
+        """
+    )
+    assert result.symbols == (
+        symbol("__all__", "VARIABLE", (1, 1), '__all__ = ["f"]'),
+        symbol("a", "VARIABLE", (2, 2), "a = b = 1"),
+        symbol("b", "VARIABLE", (2, 2), "a = b = 1"),
+        symbol("x", "VARIABLE", (3, 3), "x, (y, *rest) = values"),
+        symbol("y", "VARIABLE", (3, 3), "x, (y, *rest) = values"),
+        symbol("rest", "VARIABLE", (3, 3), "x, (y, *rest) = values"),
+        symbol("count", "VARIABLE", (4, 4), "count: int"),
+        symbol("limit", "VARIABLE", (5, 5), "limit: int = 10"),
+        symbol("Alias", "TYPE", (10, 10), "type Alias[T] = list[T]"),
+        symbol("f", "FUNCTION", (12, 13), "def f()"),
+        symbol("C", "CLASS", (15, 16), "class C"),
+    )
+
+
+def test_imports_of_every_form_in_source_order() -> None:
+    result = parse(
+        """
+        from __future__ import annotations
+        import os
+        import a.b as c, d
+        from a.b import x, y as z
+        from . import sibling
+        from ..pkg.mod import *
+        from .rel import (
+            one,
+            two as deux,
+        )
+
+        def lazy():
+            import json
+            try:
+                from yaml import safe_load
+            except ImportError:
+                pass
+        """
+    )
+    assert result.imports == (
+        imported("__future__", ("annotations",), 1),
+        imported("os", (), 2),
+        imported("a.b", (), 3),
+        imported("d", (), 3),
+        imported("a.b", ("x", "y"), 4),
+        imported("", ("sibling",), 5, level=1),
+        imported("pkg.mod", ("*",), 6, level=2),
+        imported("rel", ("one", "two"), 7, level=1),
+        imported("json", (), 13),
+        imported("yaml", ("safe_load",), 15),
+    )
+
+
+def test_decorators_widen_the_span_but_not_the_signature() -> None:
+    result = parse(
+        """
+        @app.get(
+            "/items",
+        )
+        async def read_items(
+            skip: int = 0,
+            limit: int = 10,  # a comment
+        ) -> list[Item]:  # trailing
+            # body comment
+            return []
+        """
+    )
+    assert result.symbols == (
+        symbol(
+            "read_items",
+            "FUNCTION",
+            (1, 9),
+            "async def read_items(skip: int = 0, limit: int = 10,) -> list[Item]",
+        ),
+    )
+
+
+def test_long_signatures_are_capped_with_an_ellipsis() -> None:
+    parameters = ", ".join(f"p{i}: int = {i}" for i in range(40))
+    (only,) = parse(f"def wide({parameters}):\n    pass\n").symbols
+    assert len(only.signature) == 200
+    assert only.signature.startswith("def wide(p0: int = 0, p1: int = 1")
+    assert only.signature.endswith("…")
