@@ -108,7 +108,10 @@ class RepoIndex:
         if isinstance(event, FileChanged):
             return self._file_changed(event)
         if isinstance(event, FileDeleted):
-            return self._graph_change(removed={event.path} & self.state.files.keys())
+            # A deleted directory the watcher could not expand removes what is under it.
+            under = event.path.rstrip("/") + "/"
+            gone = {p for p in self.state.files if p == event.path or p.startswith(under)}
+            return self._graph_change(removed=gone)
         if isinstance(event, CommitObserved):
             commit = CommitRecord(
                 sha=event.sha,

@@ -61,6 +61,15 @@ def test_deleting_a_file_turns_its_importers_back_to_external() -> None:
     assert "ext:b" in index.state.nodes and "b.py" not in index.state.files
 
 
+def test_deleting_a_directory_removes_every_file_under_it() -> None:
+    index, s = new_index(), Stamp()
+    for path in ("pkg/a.py", "pkg/sub/b.py", "pkgx.py"):
+        index.handle(s.changed(path, "def f"), now=1.0)
+    delta = index.handle(s.deleted("pkg"), now=2.0)
+    assert delta is not None and delta.files_removed == ("pkg/a.py", "pkg/sub/b.py")
+    assert set(index.state.files) == {"pkgx.py"}
+
+
 def test_external_node_stays_while_another_file_imports_it() -> None:
     index, s = new_index(), Stamp()
     index.handle(s.changed("a.py", "import os"), now=1.0)

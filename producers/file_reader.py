@@ -1,0 +1,135 @@
+"""One file's contents as FileChanged fields: inline up to a cap, or the reason why not.
+
+The same rules apply to a work-tree file and to a blob read from a commit, so that a
+path's record does not flip between "skipped" and "parsed" depending on where it was
+read: more than ``max_bytes`` is ``too_large``, a NUL byte in the first 8 KiB is
+``binary`` (git's own heuristic), a symlink is read as the file it points to as long
+as that stays inside the repository, and anything but a regular file is skipped
+without being opened (opening a FIFO would block the producer).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from producers.events import FileChanged, FileDeleted, Origin, SkipReason, content_hash
+from producers.source import Draft
+
+DEFAULT_MAX_BYTES = 1_000_000
+BINARY_PROBE_BYTES = 8192  # what git itself inspects to call a blob binary
+MAX_LINK_HOPS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class FileRead:
+    """What a FileChanged says of a file's contents."""
+
+    content: bytes | None
+    content_hash: str | None
+    size: int
+    skipped: SkipReason | None = None
+
+    def changed(
+        self, path: str, *, origin: Origin, commit: str | None, working_tree: bool
+    ) -> Draft:
+        return Draft(
+            FileChanged,
+            {
+                "path": path,
+                "content": self.content,
+                "content_hash": self.content_hash,
+                "size": self.size,
+                "skipped": self.skipped,
+                "origin": origin,
+                "commit": commit,
+                "working_tree": working_tree,
+            },
+        )
+
+
+def deleted(path: str, *, origin: Origin, commit: str | None, working_tree: bool) -> Draft:
+    fields = {"path": path, "origin": origin, "commit": commit, "working_tree": working_tree}
+    return Draft(FileDeleted, fields)
+
+
+def skip(reason: SkipReason, size: int = 0) -> FileRead:
+    return FileRead(content=None, content_hash=None, size=size, skipped=reason)
+
+
+def classify(data: bytes, *, max_bytes: int, size: int | None = None) -> FileRead:
+    """Contents (work tree or blob) to FileRead: too large, binary, or inline."""
+    size = len(data) if size is None else size
+    if size > max_bytes or len(data) > max_bytes:
+        return skip("too_large", max(size, len(data)))
+    if b"\0" in data[:BINARY_PROBE_BYTES]:
+        return skip("binary", size)
+    return FileRead(content=data, content_hash=content_hash(data), size=size)
+
+
+def portable(path: str) -> bool:
+    """Event paths are UTF-8 on the wire; a file name that is not cannot be sent."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def read_work_file(root: Path, path: str, *, max_bytes: int) -> FileRead | None:
+    """Read ``root/path``; None when nothing is there any more (deleted meanwhile)."""
+    full = root / path
+    try:
+        st = full.lstat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError:
+        return skip("unreadable")
+    try:
+        target = full.resolve()
+    except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13)
+        return skip("unreadable")
+    # A symlinked file *or* a symlinked parent directory may lead out of the root.
+    if not target.is_relative_to(root.resolve()):
+        return skip("symlink_outside_repository")
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            st = target.stat()
+        except OSError:  # a dangling link
+            return skip("unreadable")
+    return _read_regular(target, st, max_bytes)
+
+
+def _read_regular(full: Path, st: os.stat_result, max_bytes: int) -> FileRead | None:
+    if not stat.S_ISREG(st.st_mode):
+        return skip("not_a_regular_file")
+    if st.st_size > max_bytes:
+        return skip("too_large", st.st_size)
+    try:
+        with full.open("rb") as f:
+            data = f.read(max_bytes + 1)  # the file may grow between stat and read
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError:
+        return skip("unreadable", st.st_size)
+    return classify(data, max_bytes=max_bytes)
+
+
+def resolve_link(link_path: str, target: str, root: str | None = None) -> str | None:
+    """Where a committed symlink at ``link_path`` points, relative to the root.
+
+    None when it leads out of the repository: ``..`` past the root, or an absolute
+    target (unless it names a place under ``root``, the work tree's absolute path).
+    """
+    if target.startswith("/"):
+        if root is None or not (target + "/").startswith(root.rstrip("/") + "/"):
+            return None
+        target = posixpath.relpath(target, root)
+        link_path = ""
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(link_path), target))
+    if joined in (".", "..") or joined.startswith("../"):
+        return None
+    return joined

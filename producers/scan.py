@@ -1,0 +1,292 @@
+"""The initial scan: every file an index should hold, then a ScanCompleted barrier.
+
+In a git work tree the files are git's own answer (``ls-files --cached --others
+--exclude-standard``: tracked plus untracked-but-not-ignored); in a plain directory,
+a walk that applies every ``.gitignore`` found the way git would. ``.git`` is never
+entered and directory symlinks are never followed (a symlink is listed as a file, as
+git lists it, and the reader decides whether it stays inside the root).
+
+``reconcile`` is the cheap restart: when the commit the state was built from still
+exists, only the paths that differ between it and the work tree are read again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+from pathspec import GitIgnoreSpec
+
+from producers.events import FileChanged, FileDeleted, ScanCompleted
+from producers.file_reader import deleted, portable, read_work_file
+from producers.git import Git
+from producers.source import Draft, Source
+
+log = structlog.get_logger()
+
+
+class IgnoreRules:
+    """The ``.gitignore`` files of a plain directory tree, applied as git applies them:
+    a deeper file overrides a shallower one, the last matching line wins, and nothing
+    under an ignored directory can be re-included."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, GitIgnoreSpec] = {}  # directory ("" = root) -> its rules
+
+    def load(self, root: Path, directory: str) -> None:
+        try:
+            text = (root / directory / ".gitignore").read_text("utf-8", "replace")
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            self._specs.pop(directory, None)
+            return
+        except OSError as e:
+            log.warning("gitignore_unreadable", directory=directory, error=str(e))
+            return
+        self._specs[directory] = GitIgnoreSpec.from_lines(text.splitlines())
+
+    def ignored(self, path: str, *, is_dir: bool = False) -> bool:
+        parts = path.split("/")
+        ancestors = ("/".join(parts[:i]) for i in range(1, len(parts)))
+        return any(self.matches(a, is_dir=True) for a in ancestors) or self.matches(path, is_dir)
+
+    def matches(self, path: str, is_dir: bool) -> bool:
+        """This path's own verdict, its ancestors aside."""
+        verdict, parts = False, path.split("/")
+        for depth in range(len(parts)):
+            base = "/".join(parts[:depth])
+            spec = self._specs.get(base)
+            if spec is not None:
+                rel = "/".join(parts[depth:]) + ("/" if is_dir else "")
+                hit = spec.check_file(rel).include
+                verdict = verdict if hit is None else hit
+        return verdict
+
+
+def walk(root: Path, rules: IgnoreRules, start: str = "") -> list[str]:
+    """The files under ``root/start`` that the rules keep; loads each .gitignore met."""
+    files = []
+    top = root / start if start else root
+    for dirpath, dirnames, filenames in os.walk(top, onerror=_walk_error):
+        rel = Path(dirpath).relative_to(root).as_posix()
+        rel = "" if rel == "." else rel
+        rules.load(root, rel)
+        subdirs = []
+        for name in sorted(dirnames):
+            path = f"{rel}/{name}" if rel else name
+            link = os.path.islink(os.path.join(dirpath, name))  # listed, never followed
+            if name == ".git" or rules.matches(path, is_dir=not link):
+                continue
+            if link:
+                files.append(path)
+            else:
+                subdirs.append(name)
+        dirnames[:] = subdirs
+        for name in filenames:
+            path = f"{rel}/{name}" if rel else name
+            if name != ".git" and not rules.matches(path, is_dir=False):
+                files.append(path)
+    return sorted(files)
+
+
+def _walk_error(error: OSError) -> None:
+    log.warning("directory_unreadable", path=error.filename, error=str(error))
+
+
+class WorkTree:
+    """The files of a root that an index should hold, and its git state if any."""
+
+    def __init__(self, root: Path, git: Git | None) -> None:
+        self.root = root
+        self.git = git
+        self._rules: IgnoreRules | None = None
+
+    def list(self, under: str | None = None) -> list[str]:
+        if self.git is not None:
+            files = self.git.ls_files([under] if under else [])
+        elif self._rules is None and not under:  # one walk both lists and loads the rules
+            self._rules = IgnoreRules()
+            files = walk(self.root, self._rules)
+        else:
+            files = walk(self.root, self._plain_rules(), under or "")
+        kept = [f for f in files if portable(f)]
+        if len(kept) != len(files):
+            log.warning("paths_skipped", reason="not_utf8", count=len(files) - len(kept))
+        return kept
+
+    def ignored(self, paths: Iterable[str]) -> set[str]:
+        paths = [p for p in paths if p]
+        if self.git is not None:
+            return self.git.ignored(paths)
+        rules = self._plain_rules()
+        return {p for p in paths if rules.ignored(p, is_dir=(self.root / p).is_dir())}
+
+    def rules_changed(self) -> None:
+        """A .gitignore changed: git reads it anew by itself; the walk must reload."""
+        self._rules = None
+
+    def _plain_rules(self) -> IgnoreRules:
+        if self._rules is None:
+            self._rules = IgnoreRules()
+            walk(self.root, self._rules)
+        return self._rules
+
+    def head_and_branch(self) -> tuple[str | None, str | None]:
+        return (self.git.head(), self.git.branch()) if self.git else (None, None)
+
+    def is_dirty(self) -> bool:
+        return self.git.is_dirty() if self.git else False
+
+
+@dataclass(frozen=True, slots=True)
+class ScanResult:
+    commit: str | None
+    branch: str | None
+    files: int
+    deleted: int
+    full: bool
+    working_tree_dirty: bool
+    listed: tuple[str, ...]  # every file present after the scan: what the state may know
+
+
+@dataclass(frozen=True, slots=True)
+class ScanOptions:
+    max_bytes: int = 1_000_000
+    batch_size: int = 200
+    progress_s: float = 2.0
+    progress_files: int = 100
+
+
+class _Progress:
+    """``scan_progressed`` every ``progress_s`` seconds or ``progress_files`` files."""
+
+    def __init__(self, total: int, options: ScanOptions, full: bool) -> None:
+        self.options, self.done, self._logged = options, 0, 0
+        self.started = self._logged_at = time.monotonic()
+        self._log = log.bind(files_total=total, full=full)
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        now = time.monotonic()
+        due = now - self._logged_at >= self.options.progress_s
+        if due or self.done - self._logged >= self.options.progress_files:
+            self._logged, self._logged_at = self.done, now
+            elapsed_s = round(now - self.started, 3)
+            self._log.info("scan_progressed", files_done=self.done, elapsed_s=elapsed_s)
+
+
+def read_drafts(
+    tree: WorkTree,
+    paths: Sequence[str],
+    present: set[str] | None,
+    commit: str | None,
+    max_bytes: int,
+) -> list[Draft]:
+    """FileChanged for each path present; FileDeleted for the rest unless ``present`` is
+    None (a full scan, where a file gone since the listing simply is not in the scan)."""
+    drafts = []
+    for path in paths:
+        read = read_work_file(tree.root, path, max_bytes=max_bytes)
+        if read is not None and (present is None or path in present):
+            drafts.append(read.changed(path, origin="scan", commit=commit, working_tree=True))
+        elif present is not None:
+            drafts.append(deleted(path, origin="scan", commit=commit, working_tree=True))
+    return drafts
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    paths: list[str]  # what to read, in order
+    present: set[str] | None  # None: a full scan; else a path not present is deleted
+    listed: list[str]
+    commit: str | None
+    branch: str | None
+
+
+async def full_scan(
+    source: Source, tree: WorkTree, options: ScanOptions, *, stop: asyncio.Event | None = None
+) -> ScanResult | None:
+    """Emit every file, then ScanCompleted(full=True). None when stopped before the end."""
+
+    def plan() -> _Plan:
+        commit, branch = tree.head_and_branch()
+        listed = tree.list()
+        return _Plan(listed, None, listed, commit, branch)
+
+    return await _emit(source, tree, await asyncio.to_thread(plan), options, stop)
+
+
+async def reconcile(
+    source: Source,
+    tree: WorkTree,
+    since_commit: str | None,
+    options: ScanOptions,
+    *,
+    stop: asyncio.Event | None = None,
+    extra_paths: Iterable[str] = (),
+) -> ScanResult | None:
+    """Emit only what differs from ``since_commit``, then ScanCompleted(full=False).
+
+    The paths read again are the committed diff ``since_commit..HEAD``, the uncommitted
+    changes and the untracked files; one no longer present is a FileDeleted. When
+    ``since_commit`` is unknown (history rewritten, gc) this is a full scan.
+    ``extra_paths`` are read again too: the previous session's dirty paths, which no
+    diff against ``since_commit`` can reveal once they are reverted.
+    """
+
+    def plan() -> _Plan | None:
+        git = tree.git
+        commit, branch = tree.head_and_branch()
+        if git is None or commit is None or not since_commit:
+            return None
+        if not git.commit_exists(since_commit):
+            return None
+        committed = {c.path for c in git.diff(since_commit, commit)}
+        uncommitted = {c.path for c in git.diff_work_tree(commit)}
+        untracked = git.ls_files(tracked=False)
+        paths = sorted({*committed, *uncommitted, *untracked, *extra_paths})
+        listed = tree.list()
+        return _Plan(paths, set(listed), listed, commit, branch)
+
+    planned = await asyncio.to_thread(plan)
+    if planned is None:
+        log.info("reconcile_fell_back", since_commit=since_commit, reason="commit_unknown")
+        return await full_scan(source, tree, options, stop=stop)
+    return await _emit(source, tree, planned, options, stop)
+
+
+async def _emit(
+    source: Source, tree: WorkTree, plan: _Plan, options: ScanOptions, stop: asyncio.Event | None
+) -> ScanResult | None:
+    paths, full = plan.paths, plan.present is None
+    log.info("scan_started", root=str(tree.root), files_total=len(paths), full=full)
+    progress = _Progress(len(paths), options, full)
+    changed = removed = 0
+    for start in range(0, len(paths), options.batch_size):
+        if stop is not None and stop.is_set():
+            log.info("scan_stopped", files_done=progress.done, files_total=len(paths))
+            return None
+        batch = paths[start : start + options.batch_size]
+        drafts = await asyncio.to_thread(
+            read_drafts, tree, batch, plan.present, plan.commit, options.max_bytes
+        )
+        await source.emit(drafts)
+        changed += sum(1 for d in drafts if d.cls is FileChanged)
+        removed += sum(1 for d in drafts if d.cls is FileDeleted)
+        progress.advance(len(batch))
+    dirty = await asyncio.to_thread(tree.is_dirty)
+    listed = tuple(plan.listed)
+    result = ScanResult(plan.commit, plan.branch, changed, removed, full, dirty, listed)
+    await source.emit([completed_draft(result)])
+    elapsed_s = round(time.monotonic() - progress.started, 3)
+    log.info("scan_completed", files=changed, deleted=removed, full=full, elapsed_s=elapsed_s)
+    return result
+
+
+def completed_draft(result: ScanResult) -> Draft:
+    names = ("commit", "branch", "files", "deleted", "full", "working_tree_dirty")
+    return Draft(ScanCompleted, {name: getattr(result, name) for name in names})

@@ -1,0 +1,134 @@
+"""One repository's producer session: watch, scan (or reconcile), follow, heartbeat.
+
+The order matters. The watcher starts first, so that a file saved during the scan is
+not missed; what it sees is held until the scan's barrier is emitted and then read
+afresh, so that the scan cannot overwrite a newer save. The commit follower starts
+from the commit the scan saw, so that a commit made during the scan is followed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from producers.follower import CommitFollower
+from producers.git import Git, is_work_tree
+from producers.repo_id import repository_id
+from producers.scan import ScanOptions, ScanResult, WorkTree, full_scan, reconcile
+from producers.source import EventSink, Source
+from producers.watcher import Watcher
+
+log = structlog.get_logger()
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOptions:
+    max_bytes: int = 1_000_000
+    batch_size: int = 200
+    debounce_ms: int = 100
+    poll_s: float = 0.5
+    heartbeat_s: float = 5.0
+    follow: bool = True
+    watch: bool = True
+
+
+def open_work_tree(root: Path) -> WorkTree:
+    """The work tree at ``root``: git's toplevel when inside one, else the directory."""
+    root = root.resolve()
+    if is_work_tree(root):
+        git = Git(root)
+        top = git.toplevel().resolve()
+        return WorkTree(top, Git(top))
+    return WorkTree(root, None)
+
+
+def describe_repository(root: Path) -> tuple[str, str | None, str | None]:
+    """``(repository id, branch, head commit)``: the id comes from the origin remote."""
+    tree = open_work_tree(root)
+    if tree.git is None:
+        return repository_id(tree.root, None), None, None
+    remote = tree.git.remote_url("origin")
+    return repository_id(tree.root, remote), tree.git.branch(), tree.git.head()
+
+
+async def run_source(
+    root: Path,
+    sink: EventSink,
+    options: SourceOptions,
+    *,
+    since_commit: str | None,
+    stop: asyncio.Event,
+) -> None:
+    """Produce one repository's events until ``stop`` is set."""
+    tree = await asyncio.to_thread(open_work_tree, root)
+    repo, branch, head = await asyncio.to_thread(describe_repository, tree.root)
+    source = Source(repo, str(tree.root), sink, heartbeat_s=options.heartbeat_s)
+    source.observe(branch=branch, head_commit=head, state="scanning")
+    log.info("source_started", repo=repo, root=str(tree.root), branch=branch, head=head)
+    try:
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(_heartbeats(source, options.heartbeat_s, stop), name="heartbeat")
+            ready, watcher = asyncio.Event(), None
+            if options.watch:
+                watcher = Watcher(
+                    source,
+                    tree,
+                    max_bytes=options.max_bytes,
+                    debounce_ms=options.debounce_ms,
+                    batch_size=options.batch_size,
+                )
+                tasks.create_task(watcher.run(stop, ready), name="watcher")
+                await watcher.watching.wait()
+            result = await _scan(source, tree, options, since_commit, stop)
+            if result is not None:
+                if watcher is not None:
+                    watcher.known.update(result.listed)
+                source.observe(state="watching", working_tree_dirty=result.working_tree_dirty)
+                ready.set()
+                if options.follow and tree.git is not None:
+                    follower = _follower(source, tree.git, result, options)
+                    tasks.create_task(follower.run(stop), name="follower")
+            await stop.wait()
+    finally:
+        source.observe(state="stopped")
+        await source.heartbeat()
+        log.info("source_stopped", repo=repo, last_seq=source.last_seq)
+
+
+async def _heartbeats(source: Source, every_s: float, stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), every_s)
+        if not stop.is_set():
+            await source.heartbeat()
+
+
+async def _scan(
+    source: Source,
+    tree: WorkTree,
+    options: SourceOptions,
+    since_commit: str | None,
+    stop: asyncio.Event,
+) -> ScanResult | None:
+    scan_options = ScanOptions(max_bytes=options.max_bytes, batch_size=options.batch_size)
+    if since_commit is None:
+        return await full_scan(source, tree, scan_options, stop=stop)
+    return await reconcile(source, tree, since_commit, scan_options, stop=stop)
+
+
+def _follower(
+    source: Source, git: Git, result: ScanResult, options: SourceOptions
+) -> CommitFollower:
+    return CommitFollower(
+        source,
+        git,
+        last_commit=result.commit,
+        branch=result.branch,
+        max_bytes=options.max_bytes,
+        batch_size=options.batch_size,
+        poll_s=options.poll_s,
+    )
