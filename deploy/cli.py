@@ -164,7 +164,6 @@ async def _watch(settings: Settings, roots: list[Path]) -> None:
                 cluster.bootstrap,
                 cluster.end_offsets,
                 topics=settings.topics,
-                client_options=cluster.client_options(),
             )
             reading = asyncio.create_task(materializer.run(ready))
             await materializer.ready.wait()

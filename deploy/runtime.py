@@ -12,13 +12,13 @@ import contextlib
 import os
 import shutil
 import socket
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
 import uvicorn
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from producers.session import SourceOptions, describe_repository, run_source
 
 from deploy import tansu_quirks
@@ -43,17 +43,16 @@ class Cluster:
     bootstrap: str
     tansu: bool
 
-    def client_options(self) -> dict[str, object]:
-        return tansu_quirks.client_options() if self.tansu else {}
-
-    async def end_offsets(self, consumer, partitions):  # type: ignore[no-untyped-def]
-        return await tansu_quirks.end_offsets(consumer, partitions, tansu=self.tansu)
+    async def end_offsets(
+        self, consumer: AIOKafkaConsumer, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        return await tansu_quirks.end_offsets(consumer, partitions, broker_is_tansu=self.tansu)
 
 
 async def connect(settings: Settings, bootstrap: str) -> Cluster:
     tansu = await tansu_quirks.detect_tansu(bootstrap)
     if tansu:
-        tansu_quirks.install()
+        tansu_quirks.install_leave_group_fix()
     cluster = Cluster(bootstrap, tansu)
     await ensure_topics(bootstrap, settings.topics.specs(settings.partitions), config=TOPIC_CONFIG)
     log.info("broker_connected", bootstrap=bootstrap, tansu=tansu)
@@ -92,7 +91,6 @@ async def run_worker(settings: Settings, cluster: Cluster, stop: asyncio.Event) 
         cluster.bootstrap,
         settings.topics.graph_deltas,
         cluster.end_offsets,
-        client_options=cluster.client_options(),
     )
     app = create_app(config, delta_log=delta_log)
     await app.start()
@@ -119,7 +117,6 @@ async def run_query(
         cluster.bootstrap,
         cluster.end_offsets,
         topics=settings.topics,
-        client_options=cluster.client_options(),
     )
     api = create_api(model, ready=materializer.ready.is_set)
     port = free_port(settings.host, settings.port)
@@ -152,9 +149,7 @@ async def run_sources(
     *,
     since: Callable[[str], str | None] = lambda repo: None,
 ) -> None:
-    sink = KafkaSink(
-        cluster.bootstrap, topics=settings.topics, client_options=cluster.client_options()
-    )
+    sink = KafkaSink(cluster.bootstrap, topics=settings.topics)
     await sink.start()
     options = SourceOptions(
         max_bytes=settings.max_file_bytes,
@@ -194,6 +189,3 @@ async def report_progress(model: ReadModel, stop: asyncio.Event, every_s: float 
                     lag_ms=fresh.lag_ms,
                 )
 
-
-def elapsed_since(start: float) -> float:
-    return round(time.monotonic() - start, 2)

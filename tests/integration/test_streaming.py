@@ -1,0 +1,183 @@
+"""The streaming spine end to end on a real broker: producers -> worker -> read side -> HTTP.
+
+Runs once per broker (embedded Tansu, Apache Kafka) through the ``broker`` fixture.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from aiokafka import AIOKafkaProducer
+
+from producers.events import FileChanged, content_hash
+from producers.kafka_sink import KafkaSink
+from producers.source import Draft, Source
+from tests.gitrepo import GitRepo
+from tests.integration.stack import Stack, eventually, open_stack, stack_settings
+
+pytestmark = pytest.mark.integration
+
+APP_FILES = {
+    "app/__init__.py": '"""The app package."""\n',
+    "app/models.py": "class User:\n    def name(self):\n        return 'x'\n",
+    "app/views.py": "from app.models import User\nimport json\n\ndef show(u: User):\n    return json.dumps(u.name())\n",
+    "web/main.js": "import { show } from './util.js';\nexport function main() { show(); }\n",
+    "web/util.js": "export function show() { return 1; }\n",
+    ".gitignore": "build/\n",
+}
+
+
+async def fresh_repo(stack: Stack, repo: str | None = None, timeout: float = 60.0) -> dict:
+    body: dict = {}
+
+    async def check() -> bool:
+        nonlocal body
+        listing = await stack.get("/repositories")
+        items = [r for r in listing["items"] if repo is None or r["repo"] == repo]
+        if not items:
+            return False
+        body = items[0]
+        return body["freshness"]["status"] == "fresh"
+
+    await eventually(check, timeout, "the repository to be fresh")
+    return body
+
+
+@pytest.fixture
+async def stack(broker, tmp_path: Path):
+    stack = await open_stack(stack_settings(broker.bootstrap, tmp_path / "data"))
+    await stack.start_worker()
+    await stack.start_query()
+    yield stack
+    await stack.close()
+
+
+async def test_scan_is_indexed_and_fresh_with_skipped_files_recorded(stack: Stack, tmp_path: Path) -> None:
+    repo = GitRepo.create(tmp_path / "app", APP_FILES)
+    repo.write("build/out.py", "ignored = 1\n")
+    repo.write("logo.png", b"\x89PNG\x00\x00binary")
+    os.symlink("/etc/hostname", repo.root / "escape.txt")
+    await stack.start_sources([repo.root])
+    body = await fresh_repo(stack)
+    rid = body["repo"]
+    assert body["freshness"]["indexed_commit"] == repo.head()
+    assert body["freshness"]["pending_events"] == 0
+    files = await stack.get(f"/repositories/{rid}/files", limit=100)
+    paths = [f["path"] for f in files["items"]]
+    assert "build/out.py" not in paths
+    assert {"app/models.py", "app/views.py", "web/main.js", "logo.png", "escape.txt"} <= set(paths)
+    skipped = {f["path"]: f["skipped"] for f in files["items"] if f["skipped"]}
+    assert skipped == {"logo.png": "binary", "escape.txt": "symlink_outside_repository"}
+    views = await stack.get(f"/repositories/{rid}/files/app/views.py")
+    assert views["language"] == "python"
+    assert [s["name"] for s in views["symbols"]] == ["show"]
+    assert views["depends_on"] == ["app/models.py", "json"]
+    main = await stack.get(f"/repositories/{rid}/files/web/main.js")
+    assert main["language"] == "javascript" and main["depends_on"] == ["web/util.js"]
+
+
+async def test_edits_creations_renames_deletions_and_commits_are_followed(
+    stack: Stack, tmp_path: Path
+) -> None:
+    repo = GitRepo.create(tmp_path / "app", APP_FILES)
+    await stack.start_sources([repo.root])
+    rid = (await fresh_repo(stack))["repo"]
+
+    # Save a file in the work tree: the state follows, and the tree is dirty.
+    repo.write("app/models.py", "class User:\n    def name(self):\n        return 'x'\n\nclass Team:\n    pass\n")
+
+    async def team_indexed() -> bool:
+        detail = await stack.get(f"/repositories/{rid}/files/app/models.py")
+        return [s["name"] for s in detail["symbols"]] == ["User", "name", "Team"]
+
+    await eventually(team_indexed, 30, "the saved edit")
+    freshness = await stack.get(f"/repositories/{rid}/freshness")
+    assert freshness["working_tree_dirty"] is True
+
+    # Create, rename and delete, then commit: every change and the commit are followed.
+    repo.write("app/teams.py", "from app.models import Team\n")
+    repo.git("mv", "web/util.js", "web/helpers.js")
+    repo.write("web/main.js", "import { show } from './helpers.js';\nexport function main() { show(); }\n")
+    (repo.root / "app/__init__.py").unlink()
+    head = repo.commit("teams, helpers")
+    body = await fresh_repo(stack, rid)
+    assert body["freshness"]["indexed_commit"] == head
+    assert body["freshness"]["head_commit"] == head
+    assert body["freshness"]["working_tree_dirty"] is False
+    listing = await stack.get(f"/repositories/{rid}/files")
+    paths = {f["path"] for f in listing["items"]}
+    assert "app/teams.py" in paths and "web/helpers.js" in paths
+    assert "web/util.js" not in paths and "app/__init__.py" not in paths
+    main = await stack.get(f"/repositories/{rid}/files/web/main.js")
+    assert main["depends_on"] == ["web/helpers.js"]
+    assert main["commit"] == head
+
+
+async def test_malformed_message_is_dead_lettered_and_the_next_one_is_processed(
+    stack: Stack,
+) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=stack.cluster.bootstrap)
+    await producer.start()
+    try:
+        await producer.send_and_wait(
+            stack.settings.topics.file_events, key=b"junk-1", value=b"{not json"
+        )
+    finally:
+        await producer.stop()
+    sink = KafkaSink(stack.cluster.bootstrap, topics=stack.settings.topics)
+    await sink.start()
+    try:
+        data = b"def ok():\n    return 1\n"
+        source = Source("junk-1", "/nowhere", sink)
+        await source.emit(
+            [
+                Draft(
+                    FileChanged,
+                    {
+                        "path": "ok.py",
+                        "content": data,
+                        "content_hash": content_hash(data),
+                        "size": len(data),
+                        "origin": "watch",
+                        "commit": None,
+                        "working_tree": True,
+                    },
+                )
+            ]
+        )
+    finally:
+        await sink.stop()
+
+    async def both_seen() -> bool:
+        letters = await stack.get("/dead-letters")
+        repos = await stack.get("/repositories")
+        return letters["total"] >= 1 and any(r["repo"] == "junk-1" and r["files"] == 1 for r in repos["items"])
+
+    await eventually(both_seen, 30, "the dead letter and the good event")
+    letter = (await stack.get("/dead-letters"))["items"][0]
+    assert letter["failure"] == "malformed" and letter["key"] == "junk-1"
+    assert "JSON" in letter["reason"] or "json" in letter["reason"]
+    detail = await stack.get("/repositories/junk-1/files/ok.py")
+    assert [s["name"] for s in detail["symbols"]] == ["ok"]
+
+
+async def test_restarted_query_service_rebuilds_the_same_answers(stack: Stack, tmp_path: Path) -> None:
+    repo = GitRepo.create(tmp_path / "app", APP_FILES)
+    await stack.start_sources([repo.root])
+    rid = (await fresh_repo(stack))["repo"]
+    await stack.stop("sources")
+    paths = ["/repositories", f"/repositories/{rid}/files", f"/repositories/{rid}/files/app/views.py"]
+    before = [await stack.get(p) for p in paths]
+    fingerprint = stack.model.repos[rid].state.fingerprint()
+    await stack.stop("query")
+    await stack.start_query()
+
+    async def caught_up() -> bool:
+        return (await stack.get("/health"))["ready"]
+
+    await eventually(caught_up, 30, "the new replica to catch up")
+    after = [await stack.get(p) for p in paths]
+    assert stack.model.repos[rid].state.fingerprint() == fingerprint
+    assert after == before
