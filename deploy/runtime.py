@@ -133,9 +133,15 @@ async def run_query(
         result = on_listening(url)
         if result is not None:
             await result
+    stopping = asyncio.ensure_future(stop.wait())
     try:
-        await stop.wait()
+        # The service is only as good as its read side: if feeding dies, so does the part.
+        await asyncio.wait([stopping, feeding, serving], return_when=asyncio.FIRST_COMPLETED)
+        for task in (feeding, serving):
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
     finally:
+        stopping.cancel()
         server.should_exit = True
         await asyncio.gather(serving, feeding, return_exceptions=True)
         log.info("query_service_stopped")

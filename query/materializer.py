@@ -86,7 +86,10 @@ class Materializer:
             ]
             if {tp.topic for tp in found} == set(self._names):
                 return found
-            await consumer.force_metadata_update()
+            # A consumer without a subscription tracks no topics' metadata: ask for ours.
+            client = consumer._client  # aiokafka offers no public way to do this
+            client.set_topics(self._names)
+            await client.force_metadata_update()
             await asyncio.sleep(0.1)
         raise RuntimeError(f"topics missing on the broker: {self._names}")
 
