@@ -113,10 +113,16 @@ class RepoState:
         return [self.nodes[i] for i in sorted(self.nodes_by_owner.get(path, ()))]
 
     def fingerprint(self) -> tuple[object, ...]:
-        """Everything a query can see, in a canonical order: equal states, equal prints."""
+        """Everything a query can see, in a canonical order: equal states, equal prints.
+
+        The producer session that reported a file is bookkeeping, not something a query
+        shows, so two runs of the same events by different sessions print the same.
+        """
         return (
             self.repo,
-            tuple(sorted((p, r.model_dump_json()) for p, r in self.files.items())),
+            tuple(
+                sorted((p, r.model_dump_json(exclude={"producer"})) for p, r in self.files.items())
+            ),
             tuple(sorted(n.model_dump_json() for n in self.nodes.values())),
             tuple(sorted(e.model_dump_json() for e in self.edges.values())),
             self.indexed_commit,
