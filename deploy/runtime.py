@@ -19,13 +19,13 @@ from pathlib import Path
 import structlog
 import uvicorn
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from producers.session import SourceOptions, describe_repository, run_source
 
 from deploy import tansu_quirks
 from deploy.settings import Settings
 from deploy.topics_admin import ensure_topics
 from processors.app import WorkerConfig, create_app
 from producers.kafka_sink import KafkaSink
+from producers.session import SourceOptions, describe_repository, run_source
 from query.api import create_api
 from query.materializer import Materializer
 from query.read_model import ReadModel
@@ -194,4 +194,3 @@ async def report_progress(model: ReadModel, stop: asyncio.Event, every_s: float 
                     status=now[2],
                     lag_ms=fresh.lag_ms,
                 )
-

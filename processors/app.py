@@ -30,7 +30,7 @@ class WorkerConfig:
     session_timeout_s: float = 6.0
     heartbeat_interval_s: float = 1.0
     commit_interval_s: float = 0.5
-    topics: Topics = Topics()
+    topics: Topics = Topics()  # noqa: RUF009 (frozen, so one shared default is safe)
 
 
 class FaustDeltaSink:
@@ -95,7 +95,7 @@ def create_app(
             except Exception:  # last resort: the pipeline classifies; never stop committing
                 log.exception("event_unhandled", partition=m.partition, offset=m.offset)
 
-    @app.on_partitions_revoked.connect
+    @app.on_partitions_revoked.connect  # type: ignore[arg-type]
     async def forget_revoked(app: faust.App, revoked: set[Any], **_: Any) -> None:
         pipeline.revoke({tp.partition for tp in revoked if tp.topic == config.topics.file_events})
 

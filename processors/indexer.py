@@ -9,12 +9,12 @@ index after a restart or a rebalance. Nothing here touches a broker.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Literal, TypedDict
 
 from processors.file_graph import (
     candidate_paths,
     contains_edges,
-    file_id,
     file_nodes,
     import_edges,
 )
@@ -33,6 +33,21 @@ from stores.repo_state import RepoState
 
 Parser = Callable[[str, bytes], ParseResult]
 EdgeKey = tuple[str, str, str]
+
+
+class Changes(TypedDict, total=False):
+    """The fields of a GraphDelta that an event changes."""
+
+    files_upserted: tuple[FileRecord, ...]
+    files_removed: tuple[str, ...]
+    nodes_upserted: tuple[NodeRecord, ...]
+    nodes_removed: tuple[str, ...]
+    edges_upserted: tuple[EdgeRecord, ...]
+    edges_removed: tuple[EdgeKey, ...]
+    commit: CommitRecord
+    indexed_commit: str | None
+    branch: str | None
+    barrier: Literal["scan_completed", "commit_completed"]
 
 
 class RepoIndex:
@@ -104,7 +119,7 @@ class RepoIndex:
 
     # -- per event kind -------------------------------------------------------------
 
-    def _changes(self, event: EventBase) -> dict[str, object]:
+    def _changes(self, event: EventBase) -> Changes:
         if isinstance(event, FileChanged):
             return self._file_changed(event)
         if isinstance(event, FileDeleted):
@@ -137,15 +152,15 @@ class RepoIndex:
                 else set()
             )
             changes = self._graph_change(removed=gone)
-            changes.update(
-                barrier="scan_completed", indexed_commit=event.commit, branch=event.branch
-            )
+            changes["barrier"] = "scan_completed"
+            changes["indexed_commit"] = event.commit
+            changes["branch"] = event.branch
             return changes
         raise TypeError(f"no handler for event {type(event).__name__}")
 
-    def _file_changed(self, event: FileChanged) -> dict[str, object]:
+    def _file_changed(self, event: FileChanged) -> Changes:
         old = self.state.files.get(event.path)
-        meta = {
+        meta: dict[str, object] = {
             "origin": event.origin,
             "commit": event.commit,
             "working_tree": event.working_tree,
@@ -163,7 +178,7 @@ class RepoIndex:
         record = self._record(event, meta)
         return self._graph_change(upserted=record)
 
-    def _record(self, event: FileChanged, meta: dict[str, object]) -> FileRecord:
+    def _record(self, event: FileChanged, meta: Mapping[str, object]) -> FileRecord:
         if event.content is None:
             parsed = ParseResult(None, 0, (), (), 0, ())
         else:
@@ -187,7 +202,7 @@ class RepoIndex:
         *,
         upserted: FileRecord | None = None,
         removed: set[str] = frozenset(),  # type: ignore[assignment]
-    ) -> dict[str, object]:
+    ) -> Changes:
         """Files upserted or removed, their nodes and edges, and the importers they affect."""
         state = self.state
         present = set(state.files)

@@ -149,7 +149,7 @@ class IndexingPipeline:
             try:
                 await send()  # type: ignore[misc]
                 return
-            except (OSError, asyncio.TimeoutError, ConnectionError) as exc:
+            except (TimeoutError, OSError, ConnectionError) as exc:
                 bound.warning("publish_retried", error=repr(exc), delay_s=delay)
             except Exception as exc:  # the client's own errors (KafkaError and kin)
                 if type(exc).__module__.split(".")[0] not in ("aiokafka", "kafka", "faust"):

@@ -44,7 +44,7 @@ class Contract(BaseModel):
 
 
 class EventBase(Contract):
-    v: Literal[1] = SCHEMA_VERSION
+    v: Literal[1] = 1
     repo: str = Field(min_length=1, description="stable repository id")
     producer: str = Field(min_length=1, description="the emitting producer's session id")
     seq: int = Field(ge=1, description="the producer's sequence number, from 1, no gaps")
@@ -137,7 +137,7 @@ class SourceStatus(Contract):
     (``batch_first_seq..last_seq``) was emitted; an idle heartbeat repeats them.
     """
 
-    v: Literal[1] = SCHEMA_VERSION
+    v: Literal[1] = 1
     kind: Literal["source_status"] = "source_status"
     repo: str = Field(min_length=1)
     producer: str = Field(min_length=1)

@@ -110,12 +110,14 @@ class Source:
         async with self._lock:
             now = self._clock()
             events = [
-                d.cls(
-                    repo=self.repo,
-                    producer=self.producer,
-                    seq=self.last_seq + i,
-                    emitted_at=now,
-                    **d.fields,
+                d.cls.model_validate(
+                    {
+                        "repo": self.repo,
+                        "producer": self.producer,
+                        "seq": self.last_seq + i,
+                        "emitted_at": now,
+                        **d.fields,
+                    }
                 )
                 for i, d in enumerate(drafts, start=1)
             ]

@@ -71,12 +71,19 @@ class Stack:
 
     async def start_sources(self, roots: Sequence[Path]) -> None:
         since = (
-            (lambda repo: self.model.repos[repo].state.indexed_commit if repo in self.model.repos else None)
+            (
+                lambda repo: (
+                    self.model.repos[repo].state.indexed_commit
+                    if repo in self.model.repos
+                    else None
+                )
+            )
             if self.model is not None
             else (lambda repo: None)
         )
         self._start(
-            "sources", lambda stop: run_sources(self.settings, self.cluster, roots, stop, since=since)
+            "sources",
+            lambda stop: run_sources(self.settings, self.cluster, roots, stop, since=since),
         )
 
     def _start(self, name: str, run: Callable[[asyncio.Event], Awaitable[None]]) -> None:

@@ -23,7 +23,10 @@ pytestmark = pytest.mark.integration
 APP_FILES = {
     "app/__init__.py": '"""The app package."""\n',
     "app/models.py": "class User:\n    def name(self):\n        return 'x'\n",
-    "app/views.py": "from app.models import User\nimport json\n\ndef show(u: User):\n    return json.dumps(u.name())\n",
+    "app/views.py": (
+        "from app.models import User\nimport json\n\n"
+        "def show(u: User):\n    return json.dumps(u.name())\n"
+    ),
     "web/main.js": "import { show } from './util.js';\nexport function main() { show(); }\n",
     "web/util.js": "export function show() { return 1; }\n",
     ".gitignore": "build/\n",
@@ -59,7 +62,9 @@ async def stack(broker, tmp_path: Path):
     await stack.close()
 
 
-async def test_scan_is_indexed_and_fresh_with_skipped_files_recorded(stack: Stack, tmp_path: Path) -> None:
+async def test_scan_is_indexed_and_fresh_with_skipped_files_recorded(
+    stack: Stack, tmp_path: Path
+) -> None:
     repo = GitRepo.create(tmp_path / "app", APP_FILES)
     repo.write("build/out.py", "ignored = 1\n")
     repo.write("logo.png", b"\x89PNG\x00\x00binary")
@@ -91,7 +96,10 @@ async def test_edits_creations_renames_deletions_and_commits_are_followed(
     rid = (await fresh_repo(stack))["repo"]
 
     # Save a file in the work tree: the state follows, and the tree is dirty.
-    repo.write("app/models.py", "class User:\n    def name(self):\n        return 'x'\n\nclass Team:\n    pass\n")
+    repo.write(
+        "app/models.py",
+        "class User:\n    def name(self):\n        return 'x'\n\nclass Team:\n    pass\n",
+    )
 
     async def team_indexed() -> bool:
         detail = await stack.get(f"/repositories/{rid}/files/app/models.py")
@@ -104,7 +112,9 @@ async def test_edits_creations_renames_deletions_and_commits_are_followed(
     # Create, rename and delete, then commit: every change and the commit are followed.
     repo.write("app/teams.py", "from app.models import Team\n")
     repo.git("mv", "web/util.js", "web/helpers.js")
-    repo.write("web/main.js", "import { show } from './helpers.js';\nexport function main() { show(); }\n")
+    repo.write(
+        "web/main.js", "import { show } from './helpers.js';\nexport function main() { show(); }\n"
+    )
     (repo.root / "app/__init__.py").unlink()
     head = repo.commit("teams, helpers")
     body = await fresh_repo(stack, rid, commit=head)
@@ -157,7 +167,9 @@ async def test_malformed_message_is_dead_lettered_and_the_next_one_is_processed(
     async def both_seen() -> bool:
         letters = await stack.get("/dead-letters")
         repos = await stack.get("/repositories")
-        return letters["total"] >= 1 and any(r["repo"] == "junk-1" and r["files"] == 1 for r in repos["items"])
+        return letters["total"] >= 1 and any(
+            r["repo"] == "junk-1" and r["files"] == 1 for r in repos["items"]
+        )
 
     await eventually(both_seen, 30, "the dead letter and the good event")
     letter = (await stack.get("/dead-letters"))["items"][0]
@@ -167,7 +179,9 @@ async def test_malformed_message_is_dead_lettered_and_the_next_one_is_processed(
     assert [s["name"] for s in detail["symbols"]] == ["ok"]
 
 
-async def test_restarted_query_service_rebuilds_the_same_answers(stack: Stack, tmp_path: Path) -> None:
+async def test_restarted_query_service_rebuilds_the_same_answers(
+    stack: Stack, tmp_path: Path
+) -> None:
     repo = GitRepo.create(tmp_path / "app", APP_FILES)
     await stack.start_sources([repo.root])
     rid = (await fresh_repo(stack))["repo"]
@@ -177,7 +191,11 @@ async def test_restarted_query_service_rebuilds_the_same_answers(stack: Stack, t
         return (await stack.get(f"/repositories/{rid}/freshness"))["status"] == "stale"
 
     await eventually(stopped_seen, 30, "the producer's last status")
-    paths = ["/repositories", f"/repositories/{rid}/files", f"/repositories/{rid}/files/app/views.py"]
+    paths = [
+        "/repositories",
+        f"/repositories/{rid}/files",
+        f"/repositories/{rid}/files/app/views.py",
+    ]
     before = [await stack.get(p) for p in paths]
     fingerprint = stack.model.repos[rid].state.fingerprint()
     await stack.stop("query")

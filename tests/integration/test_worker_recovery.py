@@ -33,7 +33,10 @@ REPO = "synthetic-1"
 def scan_drafts() -> list[Draft]:
     drafts = []
     for i in range(FILES):
-        text = f"import pkg.m{i // 2}\nimport os\n\nclass C{i}:\n    def run(self):\n        return {i}\n"
+        text = (
+            f"import pkg.m{i // 2}\nimport os\n\n"
+            f"class C{i}:\n    def run(self):\n        return {i}\n"
+        )
         data = text.encode()
         drafts.append(
             Draft(
@@ -108,7 +111,9 @@ async def all_applied(stack: Stack) -> bool:
     )
 
 
-async def test_sigkill_mid_scan_then_restart_equals_an_uninterrupted_run(broker, tmp_path: Path) -> None:
+async def test_sigkill_mid_scan_then_restart_equals_an_uninterrupted_run(
+    broker, tmp_path: Path
+) -> None:
     # The uninterrupted reference run.
     reference = await open_stack(stack_settings(broker.bootstrap, tmp_path / "ref"))
     await reference.start_query()
@@ -135,7 +140,9 @@ async def test_sigkill_mid_scan_then_restart_equals_an_uninterrupted_run(broker,
         await asyncio.sleep(1.0)  # anything published twice would arrive now
         assert stack.model.repos[REPO].state.fingerprint() == expected
 
-        log = KafkaDeltaLog(stack.cluster.bootstrap, stack.settings.topics.graph_deltas, stack.cluster.end_offsets)
+        log = KafkaDeltaLog(
+            stack.cluster.bootstrap, stack.settings.topics.graph_deltas, stack.cluster.end_offsets
+        )
         seqs = [
             d.seq
             for p in range(stack.settings.partitions)
