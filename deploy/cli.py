@@ -125,7 +125,7 @@ async def _up(settings: Settings, roots: list[Path]) -> None:
             await run_sources(settings, cluster, roots, stop, since=_indexed_commit(model))
 
         def on_listening(url: str) -> None:
-            print(f"Gazetteer is serving {url}  (OpenAPI: {url}/docs; Ctrl-C stops)", flush=True)
+            _announce(url)
             listening.set()
 
         await _supervise(
@@ -187,7 +187,11 @@ async def _serve(settings: Settings) -> None:
     stop = asyncio.Event()
     _stop_on_signals(stop)
     async with _cluster(settings) as cluster:
-        await _supervise(stop, [run_query(settings, cluster, stop)])
+        await _supervise(stop, [run_query(settings, cluster, stop, on_listening=_announce)])
+
+
+def _announce(url: str) -> None:
+    print(f"Gazetteer is serving {url}  (OpenAPI: {url}/docs; Ctrl-C stops)", flush=True)
 
 
 async def _broker(settings: Settings) -> None:

@@ -12,7 +12,7 @@ import contextlib
 import os
 import shutil
 import socket
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,14 +66,24 @@ def run_dir(settings: Settings, role: str) -> Path:
     return path
 
 
-def free_port(host: str, preferred: int) -> int:
+def listen(host: str, preferred: int) -> socket.socket:
+    """A bound, listening socket: on ``preferred`` if it is free, else on any free port.
+
+    Binding here, not in uvicorn, leaves no gap between choosing the port and taking it,
+    so two services started at once never pick the same one.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     for port in (preferred, 0) if preferred else (0,):
-        with socket.socket() as sock:
-            try:
-                sock.bind((host, port))
-            except OSError:
-                continue
-            return int(sock.getsockname()[1])
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            sock.close()
+            continue
+        sock.listen(128)
+        sock.setblocking(False)
+        return sock
     raise OSError(f"no free port on {host}")
 
 
@@ -103,6 +113,18 @@ async def run_worker(settings: Settings, cluster: Cluster, stop: asyncio.Event) 
         log.info("worker_stopped")
 
 
+class _QuietServer(uvicorn.Server):
+    """A uvicorn server that leaves signals to the process: the CLI owns Ctrl-C.
+
+    uvicorn captures SIGINT/SIGTERM and raises them again when it stops, which would
+    turn a clean, requested shutdown into a KeyboardInterrupt.
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
 async def run_query(
     settings: Settings,
     cluster: Cluster,
@@ -119,12 +141,13 @@ async def run_query(
         topics=settings.topics,
     )
     api = create_api(model, ready=materializer.ready.is_set)
-    port = free_port(settings.host, settings.port)
-    server = uvicorn.Server(
+    sock = listen(settings.host, settings.port)
+    port = sock.getsockname()[1]
+    server = _QuietServer(
         uvicorn.Config(api, host=settings.host, port=port, log_config=None, access_log=False)
     )
     feeding = asyncio.create_task(materializer.run(stop), name="materializer")
-    serving = asyncio.create_task(server.serve(), name="http")
+    serving = asyncio.create_task(server.serve(sockets=[sock]), name="http")
     while not server.started and not serving.done():
         await asyncio.sleep(0.05)
     url = f"http://{settings.host}:{port}"

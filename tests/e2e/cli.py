@@ -1,0 +1,97 @@
+"""Driving the ``gazetteer`` command as a user does: processes, stdout, HTTP."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+URL = re.compile(r"Gazetteer is serving (http://\S+)")
+
+
+class Gazetteer:
+    """One ``gazetteer`` process; stdout and stderr are collected as they come."""
+
+    def __init__(self, args: list[str], data_dir: Path, **env: str) -> None:
+        self.args = args
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "deploy.cli", *args],
+            env={**os.environ, "GAZETTEER_DATA_DIR": str(data_dir), **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.stdout: list[str] = []
+        self.stderr: list[str] = []
+        for stream, sink in ((self.proc.stdout, self.stdout), (self.proc.stderr, self.stderr)):
+            threading.Thread(target=self._drain, args=(stream, sink), daemon=True).start()
+
+    @staticmethod
+    def _drain(stream, sink: list[str]) -> None:  # type: ignore[no-untyped-def]
+        for line in stream:
+            sink.append(line)
+
+    def wait_for_line(self, pattern: re.Pattern[str], timeout: float = 60.0) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in list(self.stdout):
+                if match := pattern.search(line):
+                    return match
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError(
+            f"gazetteer {' '.join(self.args)} printed no {pattern.pattern!r}; "
+            f"exit={self.proc.poll()} stderr tail:\n{''.join(self.stderr[-30:])}"
+        )
+
+    def url(self, timeout: float = 60.0) -> str:
+        return self.wait_for_line(URL, timeout).group(1)
+
+    def interrupt(self, timeout: float = 30.0) -> int:
+        """Ctrl-C, as a user would; returns the exit code."""
+        self.proc.send_signal(signal.SIGINT)
+        return self.proc.wait(timeout)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def log_text(self) -> str:
+        return "".join(self.stderr)
+
+
+def get(url: str, path: str, **params: object) -> dict:
+    response = httpx.get(url + path, params=params, timeout=10)
+    response.raise_for_status()
+    return response.json()
+
+
+def eventually(check: Callable[[], bool], timeout: float = 60.0, what: str = "it") -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.1)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); it is gone for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
