@@ -67,25 +67,48 @@ class RepoIndex:
             index.apply(delta)
         return index
 
-    def is_replay(self, event: EventBase) -> bool:
-        """An event this state already reflects: same producer session, not a newer seq."""
+    def position(self, event: EventBase) -> Literal["next", "replay", "gap"]:
+        """Where an event stands in its producer's sequence, against this state.
+
+        ``replay``: already reflected (same producer session, an old seq): skip it.
+        ``gap``: an earlier event of the session is missing (a batch the producer is
+        still resending, or a late event of a session that has ended): skip it; the
+        resent batch brings it again in order. ``next``: apply it. A new session
+        starts at seq 1, so one producer at a time owns a repository.
+        """
         mark = self.state.source
-        return mark is not None and mark.producer == event.producer and event.seq <= mark.seq
+        if mark is not None and mark.producer == event.producer:
+            if event.seq <= mark.seq:
+                return "replay"
+            return "next" if event.seq == mark.seq + 1 else "gap"
+        return "next" if event.seq == 1 else "gap"
 
     def handle(self, event: EventBase, now: float) -> GraphDelta | None:
-        """The delta of ``event`` (applied to this index), or None for a replayed event."""
-        if self.is_replay(event):
+        """The delta of ``event`` (applied to this index), or None when it is not next."""
+        if self.position(event) != "next":
             return None
-        delta = GraphDelta(
+        delta = self._delta(event, now, self._changes(event))
+        self.apply(delta)
+        return delta
+
+    def skip(self, event: EventBase, now: float) -> GraphDelta | None:
+        """A delta that consumes ``event`` without changing anything (it was dead-lettered),
+        so that the events after it are still next in sequence."""
+        if self.position(event) != "next":
+            return None
+        delta = self._delta(event, now, Changes())
+        self.apply(delta)
+        return delta
+
+    def _delta(self, event: EventBase, now: float, changes: Changes) -> GraphDelta:
+        return GraphDelta(
             repo=self.state.repo,
             seq=self.state.seq + 1,
             source=SourceMark(producer=event.producer, seq=event.seq, emitted_at=event.emitted_at),
             event_kind=getattr(event, "kind", type(event).__name__),
             applied_at=now,
-            **self._changes(event),
+            **changes,
         )
-        self.apply(delta)
-        return delta
 
     def apply(self, delta: GraphDelta) -> bool:
         if delta.seq != self.state.seq + 1:

@@ -95,25 +95,37 @@ class IndexingPipeline:
             bound.warning("event_malformed", reason=_reason(exc))
             return
         bound = bound.bind(repo=event.repo, seq=event.seq, kind=event.kind)
-        await self._with_retry(lambda: self._restore(message.partition), bound)
+        index = await self._index(message.partition, event.repo, bound)
+        position = index.position(event)
+        if position != "next":
+            # A replay is expected after a restart; a gap means a resend is on its way.
+            (bound.debug if position == "replay" else bound.warning)(f"event_{position}")
+            return
+        now = self._clock()
         try:
-            indexes = self._indexes.setdefault(message.partition, {})
-            index = indexes.get(event.repo) or indexes.setdefault(
-                event.repo, self._new_index(event.repo)
-            )
-            delta = index.handle(event, self._clock())
+            delta = index.handle(event, now)
         except Exception as exc:  # a bug: keep the partition going, keep the evidence
             bound.exception("event_failed")
+            await self._dead_letter(message, "bug", _reason(exc))
+            # The index may be half-changed: rebuild it from the log, then consume the
+            # event without changes so that the events after it stay in sequence.
             self._indexes.get(message.partition, {}).pop(event.repo, None)
             self._restored.discard(message.partition)
-            await self._dead_letter(message, "bug", _reason(exc))
-            return
+            index = await self._index(message.partition, event.repo, bound)
+            delta = index.skip(event, now)
         if delta is None:
-            bound.debug("event_replayed")
             return
         await self._with_retry(lambda: self._sink.publish_delta(delta), bound)
         self.processed += 1
         bound.debug("event_indexed", delta_seq=delta.seq, changes=delta.changes)
+
+    async def _index(self, partition: int, repo: str, bound: structlog.BoundLogger) -> RepoIndex:
+        await self._with_retry(lambda: self._restore(partition), bound)
+        indexes = self._indexes.setdefault(partition, {})
+        index = indexes.get(repo)
+        if index is None:
+            index = indexes[repo] = self._new_index(repo)
+        return index
 
     async def _restore(self, partition: int) -> None:
         if partition in self._restored:

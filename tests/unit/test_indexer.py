@@ -96,6 +96,23 @@ def test_replayed_event_is_skipped() -> None:
     assert index.state.seq == 1
 
 
+def test_an_event_past_a_gap_waits_for_the_resent_batch() -> None:
+    index, s = new_index(), Stamp()
+    first, second = s.changed("a.py", "def f"), s.changed("b.py", "def g")
+    assert index.position(second) == "gap" and index.handle(second, now=1.0) is None
+    assert index.handle(first, now=1.0) is not None
+    assert index.handle(second, now=1.0) is not None
+    assert set(index.state.files) == {"a.py", "b.py"}
+
+
+def test_a_new_producer_session_must_start_at_seq_one() -> None:
+    index, old, new = new_index(), Stamp(producer="p1"), Stamp(producer="p2")
+    index.handle(old.changed("a.py", "def f"), now=1.0)
+    new.changed("x.py", "X")  # seq 1 of p2 never arrives
+    assert index.position(new.changed("b.py", "def g")) == "gap"
+    assert index.position(Stamp(producer="p3").changed("b.py", "def g")) == "next"
+
+
 def test_skipped_file_is_recorded_with_its_reason_and_no_symbols() -> None:
     index, s = new_index(), Stamp()
     index.handle(s.skipped("logo.png", "binary", size=2048), now=1.0)
