@@ -118,21 +118,21 @@ async def _up(settings: Settings, roots: list[Path]) -> None:
     _stop_on_signals(stop)
     async with _cluster(settings) as cluster:
         model = ReadModel()
-        listening = asyncio.Event()
+        caught_up = asyncio.Event()
 
         async def sources() -> None:
-            await listening.wait()
+            # The read side knows each repository's last indexed commit (with a durable
+            # broker): a restart then reconciles with a git diff instead of a full scan.
+            await caught_up.wait()
             await run_sources(settings, cluster, roots, stop, since=_indexed_commit(model))
-
-        def on_listening(url: str) -> None:
-            _announce(url)
-            listening.set()
 
         await _supervise(
             stop,
             [
                 run_worker(settings, cluster, stop),
-                run_query(settings, cluster, stop, model=model, on_listening=on_listening),
+                run_query(
+                    settings, cluster, stop, model=model, on_listening=_announce, ready=caught_up
+                ),
                 sources(),
                 report_progress(model, stop),
             ],

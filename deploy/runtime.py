@@ -132,13 +132,16 @@ async def run_query(
     *,
     model: ReadModel | None = None,
     on_listening: Callable[[str], Awaitable[None] | None] | None = None,
+    ready: asyncio.Event | None = None,
 ) -> None:
+    """The query service; ``ready`` is set once the read side has caught up."""
     model = model or ReadModel()
     materializer = Materializer(
         model,
         cluster.bootstrap,
         cluster.end_offsets,
         topics=settings.topics,
+        ready=ready,
     )
     api = create_api(model, ready=materializer.ready.is_set)
     sock = listen(settings.host, settings.port)

@@ -9,7 +9,6 @@ to the end offsets it saw at start.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -33,15 +32,14 @@ class Materializer:
         end_offsets: EndOffsets,
         *,
         topics: Topics = DEFAULT_TOPICS,
-        client_options: Mapping[str, object] | None = None,
+        ready: asyncio.Event | None = None,
     ) -> None:
         self.model = model
         self._topics = topics
         self._bootstrap = bootstrap
         self._end_offsets = end_offsets
-        self._options = dict(client_options or {})
         self._targets: dict[TopicPartition, int] = {}
-        self.ready = asyncio.Event()
+        self.ready = ready or asyncio.Event()
         self.messages = 0
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -49,7 +47,6 @@ class Materializer:
             bootstrap_servers=self._bootstrap,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
-            **self._options,  # type: ignore[arg-type]
         )
         await consumer.start()
         try:

@@ -48,13 +48,10 @@ class KafkaDeltaLog:
         bootstrap: str,
         topic: str,
         end_offsets: EndOffsets,
-        *,
-        client_options: Mapping[str, object] | None = None,
     ) -> None:
         self._bootstrap = bootstrap
         self._topic = topic
         self._end_offsets = end_offsets
-        self._options = dict(client_options or {})
 
     async def read_partition(self, partition: int) -> list[GraphDelta]:
         tp = TopicPartition(self._topic, partition)
@@ -62,7 +59,6 @@ class KafkaDeltaLog:
             bootstrap_servers=self._bootstrap,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
-            **self._options,  # type: ignore[arg-type]
         )
         await consumer.start()
         try:
