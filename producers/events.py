@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 
 SCHEMA_VERSION = 1
 
@@ -27,6 +27,20 @@ SkipReason = Literal[
     "not_a_regular_file",
 ]
 """Why a FileChanged carries no content. The state records it; nothing is parsed."""
+
+
+def _repository_path(path: str) -> str:
+    """A normalized POSIX path inside the repository: no root, no '..', no '.' parts."""
+    parts = path.split("/")
+    if path.startswith("/") or "\\" in path or "\x00" in path:
+        raise ValueError(f"not a relative POSIX path: {path!r}")
+    if any(part in ("", ".", "..") for part in parts):
+        raise ValueError(f"not a normalized path inside the repository: {path!r}")
+    return path
+
+
+RepoPath = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(_repository_path)]
+"""POSIX path relative to the repository root; anything that could leave it is refused."""
 
 
 def content_hash(data: bytes) -> str:
@@ -59,7 +73,7 @@ class FileChanged(EventBase):
     """
 
     kind: Literal["file_changed"] = "file_changed"
-    path: str = Field(min_length=1, description="POSIX path relative to the repository root")
+    path: RepoPath
     content: bytes | None
     content_hash: str | None
     size: int = Field(ge=0)
@@ -71,7 +85,7 @@ class FileChanged(EventBase):
 
 class FileDeleted(EventBase):
     kind: Literal["file_deleted"] = "file_deleted"
-    path: str = Field(min_length=1)
+    path: RepoPath
     origin: Origin
     commit: str | None
     working_tree: bool
@@ -84,7 +98,7 @@ class CommitObserved(EventBase):
     sha: str = Field(min_length=7)
     parents: tuple[str, ...]
     branch: str
-    changed_paths: tuple[str, ...]
+    changed_paths: tuple[RepoPath, ...]
     committed_at: float
     subject: str = ""
 

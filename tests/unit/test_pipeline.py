@@ -127,3 +127,17 @@ async def test_publish_failure_is_retried_in_place_until_it_succeeds() -> None:
     )
     await asyncio.wait_for(p.process(message(Stamp().changed("a.py", "def f"))), 2)
     assert [d.seq for d in sink.deltas] == [1] and sink.failures == 0
+
+
+async def test_a_path_that_leaves_the_repository_is_malformed() -> None:
+    log = InMemoryDeltaLog()
+    sink = InMemoryDeltaSink(log)
+    p = pipeline(log, sink)
+    good = Stamp().changed("a.py", "def f")
+    for offset, bad_path in enumerate(["../etc/passwd", "/etc/passwd", "a/../../b", "a//b"]):
+        raw = encode(good).replace(b'"path":"a.py"', f'"path":"{bad_path}"'.encode())
+        await p.process(Message(DEFAULT_TOPICS.file_events, 0, offset, b"app-1", raw))
+    await p.process(message(good, offset=9))
+    assert [d.failure for d in sink.dead_letters] == ["malformed"] * 4
+    assert all("path" in d.reason for d in sink.dead_letters)
+    assert [d.source.seq for d in sink.deltas] == [1]
