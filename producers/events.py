@@ -32,7 +32,7 @@ SkipReason = Literal[
 def _repository_path(path: str) -> str:
     """A normalized POSIX path inside the repository: no root, no '..', no '.' parts."""
     parts = path.split("/")
-    if path.startswith("/") or "\\" in path or "\x00" in path:
+    if path.startswith("/") or "\x00" in path:
         raise ValueError(f"not a relative POSIX path: {path!r}")
     if any(part in ("", ".", "..") for part in parts):
         raise ValueError(f"not a normalized path inside the repository: {path!r}")
