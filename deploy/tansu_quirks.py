@@ -36,6 +36,18 @@ its message says which workaround to delete.
     Upstream fix that makes it unnecessary: Tansu answering ListOffsets(latest)
     with the high watermark (last offset + 1).
 
+(c) A Fetch waiting for data is answered late: Tansu does not answer a waiting Fetch
+    when a record arrives, only some time later that grows with the Fetch's
+    max_wait_ms (measured: a record produced 0.3 s into the wait reached the
+    consumer 3 ms later with max_wait_ms=100, 77 ms with 500, 451 ms with 1500).
+    faust hard-codes max_wait_ms=1500 for its consumers, which made every hop of
+    the pipeline cost up to half a second on Tansu.
+    Workaround: `install_fetch_wait_cap()` caps every aiokafka consumer's
+    ``fetch_max_wait_ms`` at `FETCH_WAIT_CAP_MS` (faust's consumers included); an
+    idle consumer then polls ten times a second, which costs nothing measurable.
+    Upstream fix that makes it unnecessary: Tansu answering a waiting Fetch as soon
+    as the partition has new records, as Kafka does.
+
 Which broker is it? The launchers know (`EmbeddedBroker.kind == "tansu"`) and pass
 ``broker_is_tansu=`` explicitly; for an address given by a user, `detect_tansu()`
 reads the broker's ApiVersions: Tansu 0.6 implements neither AlterConfigs (33)
@@ -221,3 +233,35 @@ async def _fetch_high_watermarks(
     if missing:
         raise KafkaError(f"Fetch answered without {sorted(missing)}: no high watermark")
     return watermarks
+
+
+# ----------------------------------------------- (c) late answers to a waiting Fetch
+
+FETCH_WAIT_CAP_MS = 100
+_CAPPED = "__gazetteer_tansu_fetch_wait_cap__"
+
+
+def install_fetch_wait_cap(cap_ms: int = FETCH_WAIT_CAP_MS) -> bool:
+    """Cap ``fetch_max_wait_ms`` of every AIOKafkaConsumer created from now on (bug (c)).
+
+    Idempotent; returns whether this call installed it.
+    """
+    original = AIOKafkaConsumer.__init__
+    if getattr(original, _CAPPED, False):
+        return False
+
+    @functools.wraps(original)
+    def __init__(self: AIOKafkaConsumer, *topics: str, **kwargs: Any) -> None:
+        kwargs["fetch_max_wait_ms"] = min(kwargs.get("fetch_max_wait_ms", 500), cap_ms)
+        original(self, *topics, **kwargs)
+
+    setattr(__init__, _CAPPED, True)
+    AIOKafkaConsumer.__init__ = __init__  # type: ignore[method-assign]
+    return True
+
+
+def install(broker_is_tansu: bool) -> None:
+    """Every client-side workaround a process talking to this broker needs."""
+    if broker_is_tansu:
+        install_leave_group_fix()
+        install_fetch_wait_cap()

@@ -7,6 +7,8 @@ malformed message becomes a dead letter with its reason instead of a crashed age
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +32,8 @@ class WorkerConfig:
     session_timeout_s: float = 6.0
     heartbeat_interval_s: float = 1.0
     commit_interval_s: float = 0.5
+    batch_max: int = 200
+    batch_within_s: float = 0.005
     topics: Topics = Topics()  # noqa: RUF009 (frozen, so one shared default is safe)
 
 
@@ -40,10 +44,14 @@ class FaustDeltaSink:
         self._app = app
         self._topics = topics
 
-    async def publish_delta(self, delta: GraphDelta) -> None:
-        await self._app.producer.send_and_wait(
-            self._topics.graph_deltas, delta.repo.encode(), encode_delta(delta), None, None, None
-        )
+    async def publish_deltas(self, deltas: Sequence[GraphDelta]) -> None:
+        producer = self._app.producer
+        topic = self._topics.graph_deltas
+        futures = [
+            await producer.send(topic, d.repo.encode(), encode_delta(d), None, None, None)
+            for d in deltas
+        ]
+        await asyncio.gather(*futures)
 
     async def publish_dead_letter(self, letter: DeadLetter) -> None:
         await self._app.producer.send_and_wait(
@@ -88,12 +96,24 @@ def create_app(
 
     @app.agent(file_events, name="gazetteer.index-file-events")
     async def index_file_events(stream: faust.StreamT) -> None:
-        async for event in stream.events():
-            m = event.message
+        # Batches amortize the acknowledgement of the deltas; their offsets are
+        # committed only after the batch is processed and its deltas acknowledged.
+        batches = stream.take_events(config.batch_max, within=config.batch_within_s)  # type: ignore[attr-defined]
+        async for events in batches:
+            messages = [
+                Message(
+                    e.message.topic,
+                    e.message.partition,
+                    e.message.offset,
+                    e.message.key,
+                    e.message.value,
+                )
+                for e in events
+            ]
             try:
-                await pipeline.process(Message(m.topic, m.partition, m.offset, m.key, m.value))
+                await pipeline.process_batch(messages)
             except Exception:  # last resort: the pipeline classifies; never stop committing
-                log.exception("event_unhandled", partition=m.partition, offset=m.offset)
+                log.exception("batch_unhandled", first_offset=messages[0].offset)
 
     @app.on_partitions_revoked.connect  # type: ignore[arg-type]
     async def forget_revoked(app: faust.App, revoked: set[Any], **_: Any) -> None:

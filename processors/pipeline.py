@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -29,8 +29,11 @@ log = structlog.get_logger(__name__)
 
 
 class DeltaSink(Protocol):
-    async def publish_delta(self, delta: GraphDelta) -> None:
-        """Send keyed by repository and return once the broker acknowledged it."""
+    async def publish_deltas(self, deltas: Sequence[GraphDelta]) -> None:
+        """Send in order, keyed by repository; return once the broker acknowledged all.
+
+        On a failure the pipeline sends the same deltas again, whole: a reader skips a
+        delta it already applied and one that arrives before its predecessor."""
         ...
 
     async def publish_dead_letter(self, letter: DeadLetter) -> None: ...
@@ -81,6 +84,19 @@ class IndexingPipeline:
             self._indexes.pop(partition, None)
 
     async def process(self, message: Message) -> None:
+        await self.process_batch([message])
+
+    async def process_batch(self, messages: Sequence[Message]) -> None:
+        """Handle messages in order; their deltas are published together and
+        acknowledged before this returns (one round trip per batch, not per event)."""
+        pending: list[GraphDelta] = []
+        for message in messages:
+            delta = await self._handle(message, pending)
+            if delta is not None:
+                pending.append(delta)
+        await self._publish(pending)
+
+    async def _handle(self, message: Message, pending: list[GraphDelta]) -> GraphDelta | None:
         bound = log.bind(partition=message.partition, offset=message.offset)
         try:
             if message.value is None:
@@ -93,31 +109,38 @@ class IndexingPipeline:
         except (ValidationError, ValueError, UnicodeDecodeError) as exc:
             await self._dead_letter(message, "malformed", _reason(exc))
             bound.warning("event_malformed", reason=_reason(exc))
-            return
+            return None
         bound = bound.bind(repo=event.repo, seq=event.seq, kind=event.kind)
         index = await self._index(message.partition, event.repo, bound)
         position = index.position(event)
         if position != "next":
             # A replay is expected after a restart; a gap means a resend is on its way.
             (bound.debug if position == "replay" else bound.warning)(f"event_{position}")
-            return
+            return None
         now = self._clock()
         try:
             delta = index.handle(event, now)
         except Exception as exc:  # a bug: keep the partition going, keep the evidence
             bound.exception("event_failed")
             await self._dead_letter(message, "bug", _reason(exc))
-            # The index may be half-changed: rebuild it from the log, then consume the
-            # event without changes so that the events after it stay in sequence.
+            # The index may be half-changed: rebuild it from the log (once what this
+            # batch produced is in it), then consume the event without changes so that
+            # the events after it stay in sequence.
+            await self._publish(pending)
             self._indexes.get(message.partition, {}).pop(event.repo, None)
             self._restored.discard(message.partition)
             index = await self._index(message.partition, event.repo, bound)
             delta = index.skip(event, now)
-        if delta is None:
-            return
-        await self._with_retry(lambda: self._sink.publish_delta(delta), bound)
-        self.processed += 1
-        bound.debug("event_indexed", delta_seq=delta.seq, changes=delta.changes)
+        if delta is not None:
+            bound.debug("event_indexed", delta_seq=delta.seq, changes=delta.changes)
+        return delta
+
+    async def _publish(self, deltas: list[GraphDelta]) -> None:
+        if deltas:
+            batch = list(deltas)
+            await self._with_retry(lambda: self._sink.publish_deltas(batch), log)
+            self.processed += len(batch)
+            deltas.clear()
 
     async def _index(self, partition: int, repo: str, bound: structlog.BoundLogger) -> RepoIndex:
         await self._with_retry(lambda: self._restore(partition), bound)
@@ -132,11 +155,17 @@ class IndexingPipeline:
             return
         deltas = await self._delta_log.read_partition(partition)
         indexes: dict[str, RepoIndex] = {}
+        early = 0
         for delta in deltas:
             index = indexes.get(delta.repo) or indexes.setdefault(
                 delta.repo, self._new_index(delta.repo)
             )
+            if delta.seq > index.state.seq + 1:
+                early += 1  # overtook its predecessor; the resent batch brings it again
+                continue
             index.apply(delta)
+        if early:
+            log.warning("delta_log_out_of_order", partition=partition, deltas=early)
         self._indexes[partition] = indexes
         self._restored.add(partition)
         log.info("partition_restored", partition=partition, deltas=len(deltas), repos=len(indexes))
@@ -189,10 +218,11 @@ class InMemoryDeltaSink:
         self._log = log_
         self._partition_of = partition_of
 
-    async def publish_delta(self, delta: GraphDelta) -> None:
-        self.deltas.append(delta)
-        if self._log is not None:
-            self._log.append(self._partition_of(delta.repo), delta)
+    async def publish_deltas(self, deltas: Sequence[GraphDelta]) -> None:
+        for delta in deltas:
+            self.deltas.append(delta)
+            if self._log is not None:
+                self._log.append(self._partition_of(delta.repo), delta)
 
     async def publish_dead_letter(self, letter: DeadLetter) -> None:
         self.dead_letters.append(letter)

@@ -88,6 +88,7 @@ async def run_source(
                 if watcher is not None:
                     watcher.known.update(result.listed)
                 source.observe(state="watching", working_tree_dirty=result.working_tree_dirty)
+                await source.heartbeat()  # readers learn at once that the scan is over
                 ready.set()
                 if options.follow and tree.git is not None:
                     follower = _follower(source, tree.git, result, options)

@@ -182,8 +182,7 @@ class Watcher:
         Deletions go first, then the files are read ``batch_size`` at a time, so that a
         checkout touching thousands of files never holds all their contents at once.
         """
-        files, gone, commit, dirty = await asyncio.to_thread(self._plan, changes)
-        self.source.observe(working_tree_dirty=dirty)
+        files, gone, commit = await asyncio.to_thread(self._plan, changes)
         emitted = [deleted(p, origin="watch", commit=commit, working_tree=True) for p in gone]
         self.known.discard(gone)
         for start in range(0, len(emitted), self.batch_size):
@@ -196,12 +195,18 @@ class Watcher:
         if emitted:
             changed = sum(1 for d in emitted if d.cls is FileChanged)
             log.info("watch_flushed", changed=changed, deleted=len(emitted) - changed)
+        # `git status` costs 50-70 ms on a django-sized tree: ask it after the events
+        # are out, not before, and report the answer at once.
+        dirty = await asyncio.to_thread(self.tree.is_dirty)
+        if dirty != self.source.working_tree_dirty:
+            self.source.observe(working_tree_dirty=dirty)
+            await self.source.heartbeat()
         return emitted
 
     def _plan(
         self, changes: Mapping[str, set[Change]]
-    ) -> tuple[list[str], list[str], str | None, bool]:
-        """(files to read, paths deleted, HEAD, dirty) of one batch, decided on disk."""
+    ) -> tuple[list[str], list[str], str | None]:
+        """(files to read, paths deleted, HEAD) of one batch, decided on disk."""
         root, tree = self.tree.root, self.tree
         # notify follows directory symlinks; git lists a symlink, never what is below it.
         changes = {p: k for p, k in changes.items() if not _below_symlink(root, p)}
@@ -226,7 +231,7 @@ class Watcher:
             files |= listed - known
             gone |= known - listed
         commit = tree.git.head() if tree.git else None
-        return sorted(files), sorted(gone - files), commit, tree.is_dirty()
+        return sorted(files), sorted(gone - files), commit
 
     def _read(self, files: list[str], commit: str | None) -> list[Draft]:
         """FileChanged per file; FileDeleted for one that vanished since it was listed."""

@@ -27,6 +27,9 @@ MAX_PAGE = 1000
 
 
 def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
+    """The endpoints are coroutines on purpose: they run on the event loop that feeds the
+    read model, so a request never sees the model half-way through a delta (FastAPI runs
+    plain functions in a thread pool, beside the loop)."""
     api = FastAPI(
         title="Gazetteer",
         description="Where things are in an organization's code, and how far to trust it.",
@@ -60,7 +63,7 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
         )
 
     @api.get("/health", response_model=Health)
-    def health() -> Health:
+    async def health() -> Health:
         return Health(
             status="ok",
             ready=ready(),
@@ -70,20 +73,20 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
         )
 
     @api.get("/repositories", response_model=RepositoryList)
-    def repositories() -> RepositoryList:
+    async def repositories() -> RepositoryList:
         items = [repository(model.repos[r]) for r in sorted(model.repos)]
         return RepositoryList(total=len(items), items=items)
 
     @api.get("/repositories/{repo}", response_model=Repository)
-    def one_repository(repo: str) -> Repository:
+    async def one_repository(repo: str) -> Repository:
         return repository(repo_view(repo))
 
     @api.get("/repositories/{repo}/freshness", response_model=Freshness)
-    def freshness(repo: str) -> Freshness:
+    async def freshness(repo: str) -> Freshness:
         return model.freshness(repo_view(repo).state.repo)
 
     @api.get("/repositories/{repo}/files", response_model=FilePage)
-    def files(
+    async def files(
         repo: str,
         language: str | None = None,
         prefix: str | None = Query(None, description="path prefix, e.g. 'src/app/'"),
@@ -124,7 +127,7 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
         )
 
     @api.get("/repositories/{repo}/files/{path:path}", response_model=FileDetail)
-    def file_detail(repo: str, path: str) -> FileDetail:
+    async def file_detail(repo: str, path: str) -> FileDetail:
         view = repo_view(repo)
         record = file_record(view, path)
         node = f"file:{record.path}"
@@ -162,7 +165,7 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
         )
 
     @api.get("/repositories/{repo}/symbols", response_model=SymbolPage)
-    def symbols(
+    async def symbols(
         repo: str,
         path: str = Query(..., description="the file's path in the repository"),
         kind: str | None = Query(None, description="CLASS, FUNCTION, METHOD, ..."),
@@ -179,7 +182,7 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
         )
 
     @api.get("/dead-letters", response_model=DeadLetterPage)
-    def dead_letters(limit: int = Query(20, ge=1, le=100)) -> DeadLetterPage:
+    async def dead_letters(limit: int = Query(20, ge=1, le=100)) -> DeadLetterPage:
         recent = list(model.dead_letters)[-limit:][::-1]
         return DeadLetterPage(
             total=model.dead_letters_total,

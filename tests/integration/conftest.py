@@ -20,7 +20,7 @@ import pytest_asyncio
 
 from deploy.embedded_broker import EmbeddedBroker
 from deploy.kafka_dist import ApacheKafka
-from deploy.tansu_quirks import install_leave_group_fix
+from deploy.tansu_quirks import install
 
 Broker = EmbeddedBroker | ApacheKafka
 
@@ -44,7 +44,7 @@ def _require(kind: str) -> None:
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def tansu_broker() -> AsyncIterator[EmbeddedBroker]:
     _require("tansu")
-    install_leave_group_fix()
+    install(broker_is_tansu=True)
     async with EmbeddedBroker() as broker:
         yield broker
 

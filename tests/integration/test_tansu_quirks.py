@@ -16,6 +16,7 @@ from aiokafka.consumer.group_coordinator import GroupCoordinator
 
 from deploy.embedded_broker import EmbeddedBroker
 from deploy.tansu_quirks import (
+    FETCH_WAIT_CAP_MS,
     GROUP_TIMEOUTS,
     install_leave_group_fix,
     leave_group_fix_installed,
@@ -27,6 +28,7 @@ pytestmark = pytest.mark.integration
 
 FIXED_A = "Tansu fixed bug (a): remove the workaround in deploy/tansu_quirks.py"
 FIXED_B = "Tansu fixed bug (b): remove the workaround in deploy/tansu_quirks.py"
+FIXED_C = "Tansu fixed bug (c): remove the workaround in deploy/tansu_quirks.py"
 
 
 async def test_bug_a_first_group_generation_is_still_zero(
@@ -98,3 +100,52 @@ def test_leave_group_fix_is_idempotent() -> None:
     assert install_leave_group_fix() is False
     assert GroupCoordinator._maybe_leave_group is patched
     assert leave_group_fix_installed()
+
+
+async def _delivery_delays_ms(
+    bootstrap: str, topic: str, consumer: AIOKafkaConsumer
+) -> list[float]:
+    """How long a record takes to reach a consumer already waiting in a Fetch."""
+    tp = TopicPartition(topic, 0)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    await consumer.start()
+    await producer.start()
+    try:
+        consumer.assign([tp])
+        await consumer.seek_to_end(tp)
+        delays = []
+        for _ in range(5):
+            got = asyncio.ensure_future(consumer.getone())
+            await asyncio.sleep(0.3)  # the consumer is now waiting inside a Fetch
+            sent = time.monotonic()
+            await producer.send_and_wait(topic, b"x")
+            await asyncio.wait_for(got, 10)
+            delays.append((time.monotonic() - sent) * 1000)
+        return sorted(delays)
+    finally:
+        await producer.stop()
+        await consumer.stop()
+
+
+async def test_bug_c_a_waiting_fetch_is_still_answered_late(
+    tansu_broker: EmbeddedBroker, unique_name: Callable[[str], str]
+) -> None:
+    topic = unique_name("quirk-c")
+    await ensure_topics(tansu_broker.bootstrap, [TopicSpec(topic, 1)])
+    # Built with aiokafka's own __init__, around the cap that the fixture installed.
+    raw = AIOKafkaConsumer.__new__(AIOKafkaConsumer)
+    unwrapped = getattr(AIOKafkaConsumer.__init__, "__wrapped__", AIOKafkaConsumer.__init__)
+    unwrapped(raw, bootstrap_servers=tansu_broker.bootstrap, fetch_max_wait_ms=1500)
+    delays = await _delivery_delays_ms(tansu_broker.bootstrap, topic, raw)
+    if delays[2] < 50:
+        pytest.fail(f"{FIXED_C} (median delivery {delays[2]:.0f} ms with a 1.5 s Fetch wait)")
+
+
+async def test_capped_fetch_wait_delivers_promptly_on_tansu(
+    tansu_broker: EmbeddedBroker, unique_name: Callable[[str], str]
+) -> None:
+    topic = unique_name("quirk-c-capped")
+    await ensure_topics(tansu_broker.bootstrap, [TopicSpec(topic, 1)])
+    capped = AIOKafkaConsumer(bootstrap_servers=tansu_broker.bootstrap, fetch_max_wait_ms=1500)
+    delays = await _delivery_delays_ms(tansu_broker.bootstrap, topic, capped)
+    assert delays[2] < FETCH_WAIT_CAP_MS, delays

@@ -112,11 +112,11 @@ async def test_publish_failure_is_retried_in_place_until_it_succeeds() -> None:
     class FlakySink(InMemoryDeltaSink):
         failures = 2
 
-        async def publish_delta(self, delta):  # type: ignore[no-untyped-def]
+        async def publish_deltas(self, deltas):  # type: ignore[no-untyped-def]
             if self.failures:
                 self.failures -= 1
                 raise ConnectionError("broker away")
-            await super().publish_delta(delta)
+            await super().publish_deltas(deltas)
 
     sink = FlakySink(log)
     p = IndexingPipeline(
@@ -141,3 +141,48 @@ async def test_a_path_that_leaves_the_repository_is_malformed() -> None:
     assert [d.failure for d in sink.dead_letters] == ["malformed"] * 4
     assert all("path" in d.reason for d in sink.dead_letters)
     assert [d.source.seq for d in sink.deltas] == [1]
+
+
+async def test_a_batch_is_published_together_and_a_bug_flushes_what_came_before() -> None:
+    log = InMemoryDeltaLog()
+
+    class CountingSink(InMemoryDeltaSink):
+        calls: list[int] = []
+
+        async def publish_deltas(self, deltas):  # type: ignore[no-untyped-def]
+            self.calls.append(len(deltas))
+            await super().publish_deltas(deltas)
+
+    def parse(path: str, content: bytes):
+        if path == "boom.py":
+            raise RuntimeError("parser bug")
+        return tiny_parse(path, content)
+
+    sink = CountingSink(log)
+    p = IndexingPipeline(log, sink, clock=lambda: 7.0, new_index=lambda r: RepoIndex(r, parse))
+    s = Stamp()
+    events = [s.changed("a.py", "def f"), s.changed("b.py", "def g"), s.changed("boom.py", "x")]
+    events += [s.changed("c.py", "import a")]
+    await p.process_batch([message(e, offset) for offset, e in enumerate(events)])
+    # a and b go out before the index is rebuilt; the bug's empty delta and c together.
+    assert sink.calls == [2, 2]
+    assert [(d.seq, d.source.seq) for d in sink.deltas] == [(1, 1), (2, 2), (3, 3), (4, 4)]
+    index = p.index(0, "app-1")
+    assert index is not None and set(index.state.files) == {"a.py", "b.py", "c.py"}
+
+
+async def test_restore_skips_a_delta_that_overtook_its_predecessor() -> None:
+    log = InMemoryDeltaLog()
+    sink = InMemoryDeltaSink(log)
+    s = Stamp()
+    first = pipeline(log, sink)
+    for offset, event in enumerate([s.changed("a.py", "def f"), s.changed("b.py", "def g")]):
+        await first.process(message(event, offset))
+    one, two = log.partitions[0]
+    # A batch resent after a partial failure: 2 landed before 1, then both again.
+    log.partitions[0] = [two, one, two]
+    second = pipeline(log, sink)
+    await second.process(message(s.changed("c.py", "def h"), 2))
+    index = second.index(0, "app-1")
+    assert index is not None and index.state.seq == 3
+    assert set(index.state.files) == {"a.py", "b.py", "c.py"}
