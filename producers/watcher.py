@@ -203,9 +203,7 @@ class Watcher:
             await self.source.heartbeat()
         return emitted
 
-    def _plan(
-        self, changes: Mapping[str, set[Change]]
-    ) -> tuple[list[str], list[str], str | None]:
+    def _plan(self, changes: Mapping[str, set[Change]]) -> tuple[list[str], list[str], str | None]:
         """(files to read, paths deleted, HEAD) of one batch, decided on disk."""
         root, tree = self.tree.root, self.tree
         # notify follows directory symlinks; git lists a symlink, never what is below it.
