@@ -38,6 +38,15 @@ class SymbolRecord(Record):
     signature: str = Field(description="the declaration line(s), without the body")
     parent: str | None = Field(default=None, description="qualname of the enclosing symbol")
     doc: str | None = Field(default=None, description="docstring or leading comment")
+    bases: tuple[str, ...] = Field(
+        default=(), description="what it extends, as written: 'Base', 'models.Model', 'io.Reader'"
+    )
+    implements: tuple[str, ...] = Field(
+        default=(), description="interfaces it implements (Java, TS) or traits (Rust impl)"
+    )
+    exported: bool = Field(
+        default=True, description="visible to other files by the language's rule"
+    )
 
 
 class ImportRecord(Record):
@@ -45,6 +54,61 @@ class ImportRecord(Record):
     names: tuple[str, ...] = Field(default=(), description="imported names; () for the module")
     level: int = Field(default=0, ge=0, description="Python relative-import dots")
     line: int = Field(ge=1)
+    alias: str | None = Field(
+        default=None,
+        description="the local name the module itself is bound to, when it is bound: "
+        "'np' for 'import numpy as np', 'os' for 'import os.path', 'ns' for "
+        "'import * as ns', 'fmt' for Go's 'import \"fmt\"'",
+    )
+    local_names: tuple[str, ...] = Field(
+        default=(),
+        description="the local binding of each of ``names`` (same length) when any differs; "
+        "() when every name is bound as itself",
+    )
+
+    def bindings(self) -> tuple[tuple[str, str], ...]:
+        """(local name, imported name) pairs of ``names``."""
+        locals_ = self.local_names or self.names
+        return tuple(zip(locals_, self.names, strict=False))
+
+
+ReferenceKind = Literal["call", "use", "type"]
+
+
+class ReferenceRecord(Record):
+    """A name used in a file: a call, a read, or a type position."""
+
+    name: str = Field(description="the referenced identifier, without its qualifier")
+    qualifier: str | None = Field(
+        default=None,
+        description="what it is reached through, as written: 'np' in np.array(), 'self' in "
+        "self.run(), 'a.b' in a.b.c(); None for a bare name",
+    )
+    kind: ReferenceKind
+    line: int = Field(ge=1)
+    column: int = Field(ge=0)
+    scope: str | None = Field(
+        default=None, description="qualname of the enclosing symbol; None at module level"
+    )
+
+
+class Section(Record):
+    line_start: int = Field(ge=1)
+    line_end: int = Field(ge=1)
+    label: str = Field(description="'imports', 'class AuthService', 'def main', 'module docstring'")
+
+
+class Keyword(Record):
+    term: str
+    weight: float = Field(gt=0)
+
+
+class Alias(Record):
+    """A module-specifier rewrite declared by a configuration file (tsconfig paths,
+    go.mod's module path, Cargo's crate root), paths relative to the repository root."""
+
+    prefix: str = Field(description="'@app/', 'github.com/acme/svc', 'crate'")
+    target: str = Field(description="'src/app/', 'svc', 'crates/core/src'")
 
 
 class FileRecord(Record):
@@ -60,6 +124,16 @@ class FileRecord(Record):
     problems: tuple[str, ...] = ()
     symbols: tuple[SymbolRecord, ...] = ()
     imports: tuple[ImportRecord, ...] = ()
+    references: tuple[ReferenceRecord, ...] = ()
+    package: str | None = Field(
+        default=None, description="the declared package: Go package name, Java package"
+    )
+    purpose: str | None = Field(
+        default=None, description="the module's purpose line: its docstring or leading comment"
+    )
+    sections: tuple[Section, ...] = ()
+    keywords: tuple[Keyword, ...] = ()
+    aliases: tuple[Alias, ...] = ()
     origin: Literal["scan", "watch", "commit"]
     commit: str | None
     working_tree: bool

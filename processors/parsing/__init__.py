@@ -19,9 +19,17 @@ from dataclasses import dataclass
 import structlog
 from tree_sitter import Node
 
-from processors.parsing import javascript, python
+from processors.parsing import javascript, python, summary
+from processors.parsing.config import CONFIG_FILES, ConfigError, config_language, parse_config
 from processors.parsing.tree import FileFacts, count_errors, parser
-from stores.records import ImportRecord, SymbolRecord
+from stores.records import (
+    Alias,
+    ImportRecord,
+    Keyword,
+    ReferenceRecord,
+    Section,
+    SymbolRecord,
+)
 
 __all__ = ["ParseResult", "language_for", "parse_file"]
 
@@ -45,6 +53,7 @@ _EXTRACTORS: dict[str, tuple[Callable[[Node, FileFacts], None], tuple[bytes, ...
     "typescript": (javascript.extract, javascript.COMMENT_MARKS),
     "tsx": (javascript.extract, javascript.COMMENT_MARKS),
 }
+CONFIG_LANGUAGES = frozenset(CONFIG_FILES.values())
 _BOM = b"\xef\xbb\xbf"
 MINIFIED_LINE_CHARS = 1_000
 MINIFIED_AVERAGE_CHARS = 300
@@ -52,7 +61,8 @@ MINIFIED_AVERAGE_CHARS = 300
 
 @dataclass(frozen=True, slots=True)
 class ParseResult:
-    """The per-file facts tree-sitter gives: symbols and imports in source order."""
+    """The per-file facts tree-sitter gives: symbols, imports and references in source
+    order, and the summaries derived from them."""
 
     language: str | None
     lines: int
@@ -60,11 +70,17 @@ class ParseResult:
     imports: tuple[ImportRecord, ...]
     parse_errors: int
     problems: tuple[str, ...]
+    references: tuple[ReferenceRecord, ...] = ()
+    package: str | None = None
+    purpose: str | None = None
+    sections: tuple[Section, ...] = ()
+    keywords: tuple[Keyword, ...] = ()
+    aliases: tuple[Alias, ...] = ()
 
 
 def language_for(path: str) -> str | None:
-    """The language of a file by its extension, or None when it is not one we parse."""
-    return _EXTENSIONS.get(os.path.splitext(path)[1].lower())
+    """The language of a file by its name or extension, or None when we do not parse it."""
+    return config_language(path) or _EXTENSIONS.get(os.path.splitext(path)[1].lower())
 
 
 def count_lines(content: bytes) -> int:
@@ -79,6 +95,8 @@ def parse_file(path: str, content: bytes) -> ParseResult:
     lines = count_lines(content)
     if language is None:
         return ParseResult(None, lines, (), (), 0, ())
+    if language in CONFIG_LANGUAGES:
+        return _parse_config(language, path, content, lines)
     problems: list[str] = []
     try:
         content.decode("utf-8")
@@ -104,12 +122,36 @@ def parse_file(path: str, content: bytes) -> ParseResult:
     facts = FileFacts(content, comment_marks)
     try:
         extract(root, facts)
-        symbols, imports = facts.symbols(), facts.imports()
+        symbols, imports, references = facts.symbols(), facts.imports(), facts.references()
     except Exception as exc:  # a bug of ours: keep the traceback, still answer
         log.exception("parse_extract_failed", path=path, language=language)
         problems.append(f"extract_failed:{type(exc).__name__}")
-        symbols, imports = (), ()
-    return ParseResult(language, lines, symbols, imports, parse_errors, tuple(problems))
+        facts = FileFacts(content, comment_marks)
+        symbols, imports, references = (), (), ()
+    if facts.references_truncated:
+        problems.append("references_truncated")
+    return ParseResult(
+        language,
+        lines,
+        symbols,
+        imports,
+        parse_errors,
+        tuple(problems),
+        references=references,
+        package=facts.package,
+        purpose=summary.purpose(content, symbols),
+        sections=summary.sections(symbols, imports),
+        keywords=summary.keywords(path, symbols, imports),
+        aliases=tuple(facts.aliases),
+    )
+
+
+def _parse_config(language: str, path: str, content: bytes, lines: int) -> ParseResult:
+    try:
+        package, aliases = parse_config(language, path, content.decode("utf-8"))
+    except (ConfigError, UnicodeDecodeError) as exc:
+        return ParseResult(language, lines, (), (), 0, (f"config_invalid:{exc}"[:200],))
+    return ParseResult(language, lines, (), (), 0, (), package=package, aliases=aliases)
 
 
 def _is_minified(content: bytes, lines: int) -> bool:

@@ -13,13 +13,26 @@ import re
 import threading
 from collections.abc import Callable
 
+import tree_sitter_go
+import tree_sitter_java
 import tree_sitter_javascript
 import tree_sitter_python
+import tree_sitter_rust
 import tree_sitter_typescript
 from tree_sitter import Language, Node, Parser
 
-from stores.records import ImportRecord, SymbolKind, SymbolRecord
+from stores.records import (
+    Alias,
+    ImportRecord,
+    ReferenceKind,
+    ReferenceRecord,
+    SymbolKind,
+    SymbolRecord,
+)
 
+MAX_REFERENCES = 5000
+"""References kept per file (in source order); more is a generated file, and the cap is
+recorded as the problem ``references_truncated``."""
 SIGNATURE_CHARS = 200
 DOC_CHARS = 300
 # A header is sliced before it is whitespace-collapsed, so a 50 kB default argument
@@ -34,6 +47,9 @@ _GRAMMARS: dict[str, Callable[[], object]] = {
     "javascript": tree_sitter_javascript.language,
     "typescript": tree_sitter_typescript.language_typescript,
     "tsx": tree_sitter_typescript.language_tsx,
+    "go": tree_sitter_go.language,
+    "java": tree_sitter_java.language,
+    "rust": tree_sitter_rust.language,
 }
 
 _local = threading.local()
@@ -89,16 +105,38 @@ def collapse(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-class FileFacts:
-    """The symbols and imports of one file, kept in source order."""
+class AUTO:
+    """Marker: work the reference's scope out from the recorded symbol spans."""
 
-    __slots__ = ("_comment_marks", "_imports", "_symbols", "content")
+
+class FileFacts:
+    """The symbols, imports and references of one file, kept in source order, and the
+    file-level facts an extractor finds (``package``, ``aliases``)."""
+
+    __slots__ = (
+        "_comment_marks",
+        "_imports",
+        "_references",
+        "_spans",
+        "_symbols",
+        "_unscoped",
+        "aliases",
+        "content",
+        "package",
+        "references_truncated",
+    )
 
     def __init__(self, content: bytes, comment_marks: tuple[bytes, ...]) -> None:
         self.content = content
         self._comment_marks = comment_marks
         self._symbols: list[tuple[int, SymbolRecord]] = []
         self._imports: list[tuple[int, ImportRecord]] = []
+        self._references: list[tuple[int, ReferenceRecord]] = []
+        self._spans: list[tuple[int, int, str]] = []  # (start byte, end byte, qualname)
+        self._unscoped: set[int] = set()  # indexes of references whose scope is AUTO
+        self.references_truncated = False
+        self.package: str | None = None
+        self.aliases: list[Alias] = []
 
     def text(self, node: Node) -> str:
         return self.content[node.start_byte : node.end_byte].decode("utf-8", "replace")
@@ -145,6 +183,9 @@ class FileFacts:
         signature: str,
         parent: str | None,
         doc: str | None = None,
+        bases: tuple[str, ...] = (),
+        implements: tuple[str, ...] = (),
+        exported: bool = True,
     ) -> str | None:
         """Record a symbol spanning `first` to `last`; returns its qualname.
 
@@ -163,13 +204,69 @@ class FileFacts:
             signature=signature,
             parent=parent,
             doc=doc,
+            bases=bases,
+            implements=implements,
+            exported=exported,
         )
         self._symbols.append((first.start_byte, record))
+        self._spans.append((first.start_byte, last.end_byte, qualname))
         return qualname
 
-    def import_(self, module: str, names: tuple[str, ...], node: Node, level: int = 0) -> None:
-        record = ImportRecord(module=module, names=names, level=level, line=first_line(node))
+    def import_(
+        self,
+        module: str,
+        names: tuple[str, ...],
+        node: Node,
+        level: int = 0,
+        *,
+        alias: str | None = None,
+        local_names: tuple[str, ...] = (),
+    ) -> None:
+        """Record an import; ``local_names`` only when some name is bound under another."""
+        if local_names == names:
+            local_names = ()
+        record = ImportRecord(
+            module=module,
+            names=names,
+            level=level,
+            line=first_line(node),
+            alias=alias,
+            local_names=local_names,
+        )
         self._imports.append((node.start_byte, record))
+
+    def reference(
+        self,
+        name: str,
+        kind: ReferenceKind,
+        node: Node,
+        *,
+        qualifier: str | None = None,
+        scope: str | type[AUTO] | None = AUTO,
+    ) -> None:
+        """Record a use of ``name`` at ``node`` (the name's own node, for its position).
+
+        ``scope`` defaults to the innermost recorded symbol whose span holds ``node``,
+        worked out when the references are read, so an extractor that finds references
+        with a query (not during its walk) need not track scopes itself.
+        """
+        if not name:
+            return
+        if len(self._references) >= MAX_REFERENCES:
+            self.references_truncated = True
+            return
+        point = node.start_point
+        record = ReferenceRecord(
+            name=name,
+            qualifier=qualifier,
+            kind=kind,
+            line=point.row + 1,
+            column=point.column,
+            scope=None if scope is AUTO else scope,  # type: ignore[arg-type]
+        )
+        if scope is AUTO:
+            self._unscoped.add(len(self._references))
+        self._references.append((node.start_byte, record))
 
     def symbols(self) -> tuple[SymbolRecord, ...]:
         # Sorting on the start byte alone keeps insertion order among equals (`a = b = 1`).
@@ -177,6 +274,30 @@ class FileFacts:
 
     def imports(self) -> tuple[ImportRecord, ...]:
         return tuple(record for _, record in sorted(self._imports, key=_start))
+
+    def references(self) -> tuple[ReferenceRecord, ...]:
+        if self._unscoped:
+            self._assign_scopes()
+        return tuple(record for _, record in sorted(self._references, key=_start))
+
+    def _assign_scopes(self) -> None:
+        """Each unscoped reference gets the innermost symbol span that holds it: one sweep
+        over spans and references in byte order with a stack of the open spans."""
+        spans = sorted(self._spans, key=lambda s: (s[0], -s[1]))
+        unscoped = sorted(self._unscoped, key=lambda i: self._references[i][0])
+        stack: list[tuple[int, str]] = []  # (end byte, qualname), innermost last
+        k = 0
+        for i in unscoped:
+            at, record = self._references[i]
+            while k < len(spans) and spans[k][0] <= at:
+                stack.append((spans[k][1], spans[k][2]))
+                k += 1
+            while stack and stack[-1][0] <= at:
+                stack.pop()
+            holders = [qualname for end, qualname in stack if end > at]
+            if holders:
+                self._references[i] = (at, record.model_copy(update={"scope": holders[-1]}))
+        self._unscoped.clear()
 
 
 def _start(item: tuple[int, object]) -> int:

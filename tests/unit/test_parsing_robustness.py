@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from processors.parsing import ParseResult, language_for, parse_file
-from stores.records import ImportRecord, SymbolRecord
+from stores.records import ImportRecord, Keyword, SymbolRecord
 
 
 @pytest.mark.parametrize(
@@ -50,7 +50,10 @@ def test_unknown_language_has_lines_and_nothing_else() -> None:
 
 
 def test_empty_file() -> None:
-    assert parse_file("empty.ts", b"") == ParseResult("typescript", 0, (), (), 0, ())
+    # Nothing to extract; the file's name still says something.
+    assert parse_file("empty.ts", b"") == ParseResult(
+        "typescript", 0, (), (), 0, (), keywords=(Keyword(term="empty", weight=2.0),)
+    )
 
 
 def test_python_syntax_errors_are_counted_and_recovered_symbols_kept() -> None:
