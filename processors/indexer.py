@@ -12,12 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Literal, TypedDict
 
-from processors.file_graph import (
-    candidate_paths,
-    contains_edges,
-    file_nodes,
-    import_edges,
-)
+from processors.graph.incremental import IncrementalGraph
 from processors.parsing import ParseResult, parse_file
 from producers.events import (
     CommitCompleted,
@@ -53,10 +48,8 @@ class Changes(TypedDict, total=False):
 class RepoIndex:
     def __init__(self, repo: str, parse: Parser = parse_file) -> None:
         self.state = RepoState(repo)
+        self.graph = IncrementalGraph(repo)
         self._parse = parse
-        self._importers: dict[str, set[str]] = {}  # candidate path -> importer paths
-        self._candidates: dict[str, set[str]] = {}  # importer path -> its candidate paths
-        self._external_refs: dict[str, int] = {}  # external module node -> edges into it
 
     @classmethod
     def restore(
@@ -88,7 +81,9 @@ class RepoIndex:
         if self.position(event) != "next":
             return None
         delta = self._delta(event, now, self._changes(event))
-        self.apply(delta)
+        self.graph.count_externals(self.state, delta)
+        self.state.apply(delta)
+        self.graph.commit()
         return delta
 
     def skip(self, event: EventBase, now: float) -> GraphDelta | None:
@@ -97,7 +92,7 @@ class RepoIndex:
         if self.position(event) != "next":
             return None
         delta = self._delta(event, now, Changes())
-        self.apply(delta)
+        self.state.apply(delta)
         return delta
 
     def _delta(self, event: EventBase, now: float, changes: Changes) -> GraphDelta:
@@ -111,34 +106,13 @@ class RepoIndex:
         )
 
     def apply(self, delta: GraphDelta) -> bool:
+        """Fold a delta published earlier (restoring after a restart or a rebalance)."""
         if delta.seq != self.state.seq + 1:
             return self.state.apply(delta)  # a no-op for an old delta; raises on a gap
-        refs = self._external_refs
-        for key in delta.edges_removed:
-            if key[1].startswith("ext:") and key in self.state.edges:
-                refs[key[1]] -= 1
-        for edge in delta.edges_upserted:
-            if edge.dst.startswith("ext:") and edge.key not in self.state.edges:
-                refs[edge.dst] = refs.get(edge.dst, 0) + 1
+        self.graph.count_externals(self.state, delta)
         self.state.apply(delta)
-        for node_id in [n for n, count in refs.items() if count <= 0]:
-            del refs[node_id]
-        for path in delta.files_removed:
-            self._unindex(path)
-        for record in delta.files_upserted:
-            self._unindex(record.path)
-            for candidate in candidate_paths(record):
-                self._importers.setdefault(candidate, set()).add(record.path)
-            self._candidates[record.path] = candidate_paths(record)
+        self.graph.absorb(delta)
         return True
-
-    def _unindex(self, path: str) -> None:
-        for candidate in self._candidates.pop(path, ()):
-            importers = self._importers.get(candidate)
-            if importers is not None:
-                importers.discard(path)
-                if not importers:
-                    del self._importers[candidate]
 
     # -- per event kind -------------------------------------------------------------
 
@@ -217,6 +191,12 @@ class RepoIndex:
             problems=parsed.problems,
             symbols=parsed.symbols,
             imports=parsed.imports,
+            references=parsed.references,
+            package=parsed.package,
+            purpose=parsed.purpose,
+            sections=parsed.sections,
+            keywords=parsed.keywords,
+            aliases=parsed.aliases,
             **meta,  # type: ignore[arg-type]
         )
 
@@ -226,76 +206,13 @@ class RepoIndex:
         upserted: FileRecord | None = None,
         removed: set[str] = frozenset(),  # type: ignore[assignment]
     ) -> Changes:
-        """Files upserted or removed, their nodes and edges, and the importers they affect."""
-        state = self.state
-        present = set(state.files)
-        appeared = set()
-        if upserted is not None:
-            if upserted.path not in present:
-                appeared.add(upserted.path)
-            present.add(upserted.path)
-        present -= removed
-        changed = appeared | removed
-        affected = {imp for path in changed for imp in self._importers.get(path, ())}
-        affected -= removed
-        if upserted is not None:
-            affected.discard(upserted.path)
-
-        new_nodes: dict[str, NodeRecord] = {}
-        new_edges: dict[EdgeKey, EdgeRecord] = {}
-        owners = set(removed) | affected
-        if upserted is not None:
-            owners.add(upserted.path)
-            new_nodes.update(file_nodes(upserted))
-            new_edges.update(contains_edges(upserted))
-            new_edges.update(import_edges(upserted, present.__contains__))
-        for path in sorted(affected):
-            record = state.files[path]
-            new_nodes.update(file_nodes(record))
-            new_edges.update(contains_edges(record))
-            new_edges.update(import_edges(record, present.__contains__))
-
-        old_nodes = {n.id: n for p in owners for n in state.owned_nodes(p)}
-        old_edges = {e.key: e for p in owners for e in state.owned_edges(p)}
-        edges_removed = sorted(k for k in old_edges if k not in new_edges)
-        edges_upserted = [e for k, e in sorted(new_edges.items()) if old_edges.get(k) != e]
-        nodes_removed = sorted(i for i in old_nodes if i not in new_nodes)
-        nodes_removed += self._orphaned_externals(edges_removed, old_edges, new_edges)
-        for edge in edges_upserted:
-            if edge.dst.startswith("ext:") and edge.dst not in state.nodes:
-                name = edge.dst[4:]
-                new_nodes.setdefault(
-                    edge.dst, NodeRecord(id=edge.dst, kind="EXTERNAL_MODULE", name=name)
-                )
-        nodes_upserted = [n for i, n in sorted(new_nodes.items()) if state.nodes.get(i) != n]
+        """Files upserted or removed, and the graph's exact difference."""
+        graph = self.graph.change(self.state, upserted, removed)
         return {
             "files_upserted": (upserted,) if upserted is not None else (),
             "files_removed": tuple(sorted(removed)),
-            "nodes_upserted": tuple(nodes_upserted),
-            "nodes_removed": tuple(nodes_removed),
-            "edges_upserted": tuple(edges_upserted),
-            "edges_removed": tuple(edges_removed),
+            **graph,  # type: ignore[typeddict-item]
         }
-
-    def _orphaned_externals(
-        self,
-        removed: list[EdgeKey],
-        old: dict[EdgeKey, EdgeRecord],
-        new: dict[EdgeKey, EdgeRecord],
-    ) -> list[str]:
-        """External modules whose last importing edge this change removes."""
-        net: dict[str, int] = {}
-        for key in removed:
-            if key[1].startswith("ext:"):
-                net[key[1]] = net.get(key[1], 0) - 1
-        for key in new:
-            if key[1].startswith("ext:") and key not in old:
-                net[key[1]] = net.get(key[1], 0) + 1
-        return sorted(
-            node
-            for node, change in net.items()
-            if self._external_refs.get(node, 0) + change <= 0 and node in self.state.nodes
-        )
 
 
 __all__ = ["RepoIndex"]

@@ -55,7 +55,7 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
             root=view.status.root if view.status else None,
             branch=state.branch or (view.status.branch if view.status else None),
             files=len(state.files),
-            symbols=len(state.nodes) - len(state.files),
+            symbols=sum(len(r.symbols) for r in state.files.values()),
             edges=len(state.edges),
             dead_letters=view.dead_letters,
             delta_seq=state.seq,

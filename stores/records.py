@@ -143,7 +143,7 @@ class FileRecord(Record):
     )
 
 
-NodeKind = Literal["FILE", "EXTERNAL_MODULE"] | SymbolKind
+NodeKind = Literal["REPOSITORY", "FOLDER", "FILE", "EXTERNAL_MODULE"] | SymbolKind
 EdgeKind = Literal[
     "IMPORTS",
     "CALLS",
@@ -165,6 +165,9 @@ class NodeRecord(Record):
     path: str | None = None
     line_start: int | None = None
     line_end: int | None = None
+    level: int | None = Field(
+        default=None, description="folders: height counted bottom-up (a folder of files is 1)"
+    )
 
 
 class EdgeRecord(Record):

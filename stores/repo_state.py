@@ -17,11 +17,15 @@ RECENT_COMMITS = 200
 
 
 def owner_path(node_id: str) -> str | None:
-    """The file a node or an edge's source belongs to: ``file:a.py`` and ``sym:a.py:X``."""
+    """What owns a node or an edge from it: the file of ``file:a.py`` and ``sym:a.py:X``;
+    ``/folder`` for a folder node ``dir:folder`` (file paths never start with '/');
+    nothing for external modules, which live as long as an edge points at them."""
     if node_id.startswith("file:"):
         return node_id[5:]
     if node_id.startswith("sym:"):
         return node_id[4:].split(":", 1)[0]
+    if node_id.startswith("dir:"):
+        return "/" + node_id[4:]
     return None
 
 

@@ -12,8 +12,9 @@ def new_index() -> RepoIndex:
     return RepoIndex("app-1", parse=tiny_parse)
 
 
-def edges(index: RepoIndex) -> set[tuple[str, str, str]]:
-    return set(index.state.edges)
+def edges(index: RepoIndex, kinds: tuple[str, ...] = ("IMPORTS", "CONTAINS")) -> set:
+    """Edges of the given kinds that start at a file or a symbol (not at a folder)."""
+    return {k for k in index.state.edges if k[2] in kinds and not k[0].startswith("dir:")}
 
 
 def test_file_changed_gives_nodes_contains_and_import_edges() -> None:
@@ -21,11 +22,20 @@ def test_file_changed_gives_nodes_contains_and_import_edges() -> None:
     delta = index.handle(s.changed("a.py", "import os\ndef run"), now=5.0)
     assert delta is not None
     assert delta.seq == 1 and delta.source.seq == 1 and delta.event_kind == "file_changed"
-    assert [n.id for n in delta.nodes_upserted] == ["ext:os", "file:a.py", "sym:a.py:run"]
+    assert [n.id for n in delta.nodes_upserted] == [
+        "dir:",
+        "ext:os",
+        "file:a.py",
+        "sym:a.py:run",
+    ]
     assert [e.key for e in delta.edges_upserted] == [
+        ("dir:", "file:a.py", "CONTAINS"),
         ("file:a.py", "ext:os", "IMPORTS"),
         ("file:a.py", "sym:a.py:run", "CONTAINS"),
+        ("sym:a.py:run", "file:a.py", "DEFINED_BY"),
     ]
+    root = index.state.nodes["dir:"]
+    assert (root.kind, root.name, root.level) == ("REPOSITORY", "app-1", 1)
     record = index.state.files["a.py"]
     assert (record.language, record.lines, record.origin, record.producer) == (
         "python",
@@ -57,6 +67,7 @@ def test_deleting_a_file_turns_its_importers_back_to_external() -> None:
     delta = index.handle(s.deleted("b.py"), now=3.0)
     assert delta is not None and delta.files_removed == ("b.py",)
     assert sorted(delta.nodes_removed) == ["file:b.py", "sym:b.py:g"]
+    assert delta.edges_removed[0] == ("dir:", "file:b.py", "CONTAINS")
     assert edges(index) == {("file:a.py", "ext:b", "IMPORTS")}
     assert "ext:b" in index.state.nodes and "b.py" not in index.state.files
 
@@ -123,7 +134,7 @@ def test_skipped_file_is_recorded_with_its_reason_and_no_symbols() -> None:
         (),
         None,
     )
-    assert set(index.state.nodes) == {"file:logo.png"}
+    assert set(index.state.nodes) == {"dir:", "file:logo.png"}
 
 
 def test_full_scan_of_a_new_session_removes_files_it_did_not_report() -> None:

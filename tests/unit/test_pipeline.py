@@ -83,9 +83,9 @@ async def test_a_handler_bug_is_dead_lettered_and_the_index_restored_from_the_lo
     assert index is not None and set(index.state.files) == {"a.py", "b.py"}
     # The failed event is consumed by an empty delta, so the next stays in sequence.
     assert [(d.seq, d.source.seq, d.changes) for d in sink.deltas] == [
-        (1, 1, 4),
+        (1, 1, 7),
         (2, 2, 0),
-        (3, 3, 3),
+        (3, 3, 4),
     ]
 
 

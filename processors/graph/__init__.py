@@ -1,0 +1,1 @@
+"""The code graph: ids, lookups with dependency recording, resolution, per-file subgraphs."""

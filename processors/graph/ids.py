@@ -1,0 +1,36 @@
+"""Node ids of the graph. A node's owner (the file whose facts produce it) is in its id."""
+
+from __future__ import annotations
+
+import posixpath
+
+
+def file_id(path: str) -> str:
+    return f"file:{path}"
+
+
+def symbol_id(path: str, qualname: str) -> str:
+    return f"sym:{path}:{qualname}"
+
+
+def external_id(module: str) -> str:
+    return f"ext:{module}"
+
+
+def folder_id(path: str) -> str:
+    """``dir:`` plus the folder's path; the repository root is ``dir:`` alone."""
+    return f"dir:{path}"
+
+
+def path_of(node_id: str) -> str | None:
+    """The file a file or symbol node belongs to."""
+    if node_id.startswith("file:"):
+        return node_id[5:]
+    if node_id.startswith("sym:"):
+        return node_id[4:].split(":", 1)[0]
+    return None
+
+
+def folder_of(path: str) -> str:
+    """The folder holding ``path`` ('' for the repository root)."""
+    return posixpath.dirname(path)

@@ -1,0 +1,208 @@
+"""What resolution may ask about a repository, and a record of what it asked.
+
+`RepoFacts` keeps indexes derived from the files (folder listings, definitions by name,
+packages, configuration files), updated file by file. Resolution reads them only
+through a `Lookup`, which records every question as a key. A file's edges are a pure
+function of its own facts and the answers to its questions, so when a change alters
+the answer to a key, re-resolving exactly the files that asked it keeps the graph equal
+to a fresh build (`RepoFacts.replace` returns those changed keys).
+
+Keys: ("f", path) is the file there and in which language; ("d", folder) which files
+the folder holds; ("q", "path#qualname") the signature of one symbol, if defined
+(fine-grained on purpose: adding a method to a hub file re-resolves only the files
+that looked that very name up); ("i", path) the imports;
+("n", name) who defines a name; ("p", package) the files declaring a package;
+("c", kind) the configuration files of a kind and their aliases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from processors.graph.ids import folder_of
+from stores.records import Alias, FileRecord, ImportRecord
+
+Key = tuple[str, str]
+
+NAME_MATCH_LIMIT = 3
+"""A name defined in more places than this is ambiguous: no name-only edge is drawn."""
+
+CONFIG_LANGUAGES = ("go-module", "tsconfig", "cargo")
+
+
+@dataclass(frozen=True, slots=True)
+class Sig:
+    """What resolution may read of a symbol (line numbers are not among it)."""
+
+    qualname: str
+    name: str
+    kind: str
+    parent: str | None
+    exported: bool
+    bases: tuple[str, ...]
+    implements: tuple[str, ...]
+
+
+def signatures(record: FileRecord) -> tuple[Sig, ...]:
+    return tuple(
+        Sig(s.qualname, s.name, s.kind, s.parent, s.exported, s.bases, s.implements)
+        for s in record.symbols
+    )
+
+
+class RepoFacts:
+    def __init__(self) -> None:
+        self.files: dict[str, FileRecord] = {}
+        self.sigs: dict[str, tuple[Sig, ...]] = {}
+        self.by_qualname: dict[str, dict[str, Sig]] = {}
+        self.folders: dict[str, set[str]] = {}
+        self.by_name: dict[str, set[tuple[str, str]]] = {}
+        self.packages: dict[str, set[str]] = {}
+        self.configs: dict[str, set[str]] = {}
+
+    # -- answers --------------------------------------------------------------------
+
+    def language(self, path: str) -> str | bool | None:
+        """False when there is no such file; its language (None if unparsed) otherwise."""
+        record = self.files.get(path)
+        return False if record is None else record.language
+
+    def symbol(self, path: str, qualname: str) -> Sig | None:
+        return self.by_qualname.get(path, {}).get(qualname)
+
+    def definers(self, name: str) -> tuple[tuple[str, str], ...] | None:
+        """(path, qualname) of every definition of ``name``; None when ambiguous."""
+        found = self.by_name.get(name, ())
+        return tuple(sorted(found)) if len(found) <= NAME_MATCH_LIMIT else None
+
+    def config_aliases(self, kind: str) -> tuple[tuple[str, tuple[Alias, ...]], ...]:
+        return tuple((p, self.files[p].aliases) for p in sorted(self.configs.get(kind, ())))
+
+    def answer(self, key: Key) -> object:
+        kind, arg = key
+        if kind == "f":
+            return self.language(arg)
+        if kind == "d":
+            return tuple(sorted(self.folders.get(arg, ())))
+        if kind == "q":
+            path, qualname = arg.split("#", 1)
+            return self.symbol(path, qualname)
+        if kind == "i":
+            record = self.files.get(arg)
+            return record.imports if record is not None else ()
+        if kind == "n":
+            return self.definers(arg)
+        if kind == "p":
+            return tuple(sorted(self.packages.get(arg, ())))
+        if kind == "c":
+            return self.config_aliases(arg)
+        raise KeyError(key)
+
+    # -- changes --------------------------------------------------------------------
+
+    def replace(self, path: str, new: FileRecord | None) -> set[Key]:
+        """Put ``new`` (None: remove) at ``path``; return the keys whose answers changed."""
+        old = self.files.get(path)
+        keys = self._keys_touched(path, old, new)
+        before = {key: self.answer(key) for key in keys}
+        if old is not None:
+            self._remove(path, old)
+        if new is not None:
+            self._add(new)
+        return {key for key in keys if self.answer(key) != before[key]}
+
+    def _keys_touched(self, path: str, old: FileRecord | None, new: FileRecord | None) -> set[Key]:
+        keys: set[Key] = {("f", path), ("d", folder_of(path)), ("i", path)}
+        for record in (old, new):
+            if record is None:
+                continue
+            keys.update(("n", s.name) for s in record.symbols)
+            keys.update(("q", f"{path}#{s.qualname}") for s in record.symbols)
+            if record.package:
+                keys.add(("p", record.package))
+            if record.language in CONFIG_LANGUAGES:
+                keys.add(("c", record.language))
+        return keys
+
+    def _add(self, record: FileRecord) -> None:
+        path = record.path
+        self.files[path] = record
+        self.sigs[path] = signatures(record)
+        by_qualname: dict[str, Sig] = {}
+        for sig in self.sigs[path]:
+            by_qualname.setdefault(sig.qualname, sig)  # the first of duplicates, as a build
+        self.by_qualname[path] = by_qualname
+        self.folders.setdefault(folder_of(path), set()).add(path)
+        for sym in record.symbols:
+            self.by_name.setdefault(sym.name, set()).add((path, sym.qualname))
+        if record.package and record.language == "java":
+            self.packages.setdefault(record.package, set()).add(path)
+        if record.language in CONFIG_LANGUAGES:
+            self.configs.setdefault(record.language, set()).add(path)
+
+    def _remove(self, path: str, record: FileRecord) -> None:
+        del self.files[path]
+        self.sigs.pop(path, None)
+        self.by_qualname.pop(path, None)
+        _discard(self.folders, folder_of(path), path)
+        for sym in record.symbols:
+            _discard(self.by_name, sym.name, (path, sym.qualname))
+        if record.package:
+            _discard(self.packages, record.package, path)
+        if record.language in CONFIG_LANGUAGES:
+            _discard(self.configs, record.language, path)
+
+
+def _discard(index: dict, key: object, value: object) -> None:  # type: ignore[type-arg]
+    values = index.get(key)
+    if values is not None:
+        values.discard(value)
+        if not values:
+            del index[key]
+
+
+class Lookup:
+    """The questions one file's resolution asks, answered and remembered."""
+
+    def __init__(self, facts: RepoFacts) -> None:
+        self._facts = facts
+        self.keys: set[Key] = set()
+
+    def language(self, path: str) -> str | bool | None:
+        self.keys.add(("f", path))
+        return self._facts.language(path)
+
+    def exists(self, path: str) -> bool:
+        return self.language(path) is not False
+
+    def first_existing(self, candidates: Iterable[str], skip: str = "") -> str | None:
+        for candidate in candidates:
+            if candidate != skip and self.exists(candidate):
+                return candidate
+        return None
+
+    def folder(self, path: str) -> tuple[str, ...]:
+        self.keys.add(("d", path))
+        return tuple(sorted(self._facts.folders.get(path, ())))
+
+    def symbol(self, path: str, qualname: str) -> Sig | None:
+        self.keys.add(("q", f"{path}#{qualname}"))
+        return self._facts.symbol(path, qualname)
+
+    def imports(self, path: str) -> tuple[ImportRecord, ...]:
+        self.keys.add(("i", path))
+        record = self._facts.files.get(path)
+        return record.imports if record is not None else ()
+
+    def definers(self, name: str) -> tuple[tuple[str, str], ...] | None:
+        self.keys.add(("n", name))
+        return self._facts.definers(name)
+
+    def package(self, name: str) -> tuple[str, ...]:
+        self.keys.add(("p", name))
+        return tuple(sorted(self._facts.packages.get(name, ())))
+
+    def configs(self, kind: str) -> tuple[tuple[str, tuple[Alias, ...]], ...]:
+        self.keys.add(("c", kind))
+        return self._facts.config_aliases(kind)

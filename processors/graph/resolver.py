@@ -1,0 +1,308 @@
+"""Resolving a file's references to symbols, through its imports and scopes first.
+
+Order for a bare name: the enclosing scopes of the file, then the file's import
+bindings, then the file's own package (Go folder, Java package), then wildcard
+imports, and only then a repository-wide name match (at most NAME_MATCH_LIMIT
+definers; more is ambiguous and draws nothing). A qualified name goes through its head:
+``self``/``this`` (the enclosing class and its bases), an import binding (submodules,
+then members), or a class of the file or package. Every answer carries its confidence:
+``import``, ``same_file``, ``same_folder`` or ``name_match``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from processors.graph import modules as m
+from processors.graph.bindings import Binding, Bindings, bindings
+from processors.graph.ids import symbol_id
+from processors.graph.lookup import Lookup, Sig
+from stores.records import FileRecord, ReferenceRecord
+
+SELF_NAMES = frozenset({"self", "this", "cls", "Self", "super"})
+TYPE_KINDS = frozenset({"CLASS", "STRUCT", "INTERFACE", "TRAIT", "ENUM", "TYPE"})
+IMPLICIT_MEMBER_LANGUAGES = frozenset({"java"})  # a bare call may mean this.call()
+MAX_DEPTH = 4
+RANK = {"import": 0, "same_file": 1, "same_folder": 2, "name_match": 3}
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    node: str
+    path: str
+    confidence: str
+
+
+class FileResolver:
+    """Resolves the references of one file; every question goes through ``lookup``."""
+
+    def __init__(self, record: FileRecord, lookup: Lookup) -> None:
+        self.record = record
+        self.path = record.path
+        self.language = record.language
+        self.lookup = lookup
+        self.own = {s.qualname: s for s in reversed(record.symbols)}  # first definition wins
+        self.binds = bindings(self.path, self.language, record.imports, lookup)
+        self._other_binds: dict[str, Bindings] = {}
+
+    # -- entry points ---------------------------------------------------------------
+
+    def resolve(self, ref: ReferenceRecord) -> list[Target]:
+        qualifier = ref.qualifier.replace("::", ".") if ref.qualifier else None
+        if qualifier is None:
+            return self._bare(ref.name, ref.scope)
+        if qualifier == "<expr>":
+            return self._name_match(ref.name)
+        parts = qualifier.split(".")
+        found = self._qualified(parts, ref.name, ref.scope)
+        return found if found is not None else self._name_match(ref.name)
+
+    def resolve_type_name(self, written: str, scope: str | None) -> list[Target]:
+        """A base class or interface as written in a declaration: 'Base', 'a.b.Base'."""
+        parts = written.replace("::", ".").split("<", 1)[0].split("[", 1)[0].split(".")
+        if len(parts) == 1:
+            return self._bare(parts[0], scope)
+        found = self._qualified(parts[:-1], parts[-1], scope)
+        return found if found is not None else self._name_match(parts[-1])
+
+    # -- bare names -----------------------------------------------------------------
+
+    def _bare(self, name: str, scope: str | None) -> list[Target]:
+        local = self._in_scopes(name, scope)
+        if local is not None:
+            return [local]
+        binding = self.binds.names.get(name)
+        if binding is not None:
+            found = self._through(binding, [], name, depth=0, bound=True)
+            return [found] if found is not None else []
+        for found in (self._in_package(name), self._in_wildcards(self.binds, name, 0)):
+            if found is not None:
+                return [found]
+        return self._name_match(name)
+
+    def _in_scopes(self, name: str, scope: str | None) -> Target | None:
+        chain = _scope_chain(scope)
+        for holder in chain:
+            sym = self.own.get(holder)
+            if (
+                sym is not None
+                and sym.kind in TYPE_KINDS
+                and (self.language not in IMPLICIT_MEMBER_LANGUAGES)
+            ):
+                continue  # Python, JS, Rust: a class body is not a scope for its methods
+            hit = self.own.get(f"{holder}.{name}")
+            if hit is not None:
+                return Target(symbol_id(self.path, hit.qualname), self.path, "same_file")
+        hit = self.own.get(name)
+        if hit is not None:
+            return Target(symbol_id(self.path, hit.qualname), self.path, "same_file")
+        return None
+
+    def _in_package(self, name: str) -> Target | None:
+        if self.language == "go":
+            files = m.go_package_files(self.path, self.lookup)
+        elif self.language == "java" and self.record.package:
+            files = tuple(f for f in self.lookup.package(self.record.package) if f != self.path)
+        else:
+            return None
+        for path in files:
+            if self.lookup.symbol(path, name) is not None:
+                return Target(symbol_id(path, name), path, "same_folder")
+        return None
+
+    def _in_wildcards(self, binds: Bindings, name: str, depth: int) -> Target | None:
+        for module in binds.wildcards:
+            found = self._member(module, name, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    def _name_match(self, name: str) -> list[Target]:
+        definers = self.lookup.definers(name)
+        if not definers:
+            return []
+        return [
+            Target(symbol_id(path, qualname), path, "name_match")
+            for path, qualname in definers
+            if path != self.path
+        ]
+
+    # -- qualified names ------------------------------------------------------------
+
+    def _qualified(self, parts: list[str], name: str, scope: str | None) -> list[Target] | None:
+        head, rest = parts[0], parts[1:]
+        if head in SELF_NAMES:
+            owner = self._enclosing_type(scope)
+            if owner is None:
+                return None
+            found = self._member_of_type(self.path, owner, [*rest, name], 0)
+            return [found] if found is not None else None
+        binding = self.binds.names.get(head)
+        if binding is not None:
+            found = self._through(binding, rest, name, depth=0, bound=False)
+            return [found] if found is not None else []
+        local = self._in_scopes(head, scope) or self._in_package(head)
+        if local is not None and local.path == self.path:
+            found = self._member_of_type(self.path, local.node.rsplit(":", 1)[1], [*rest, name], 0)
+            return [found] if found is not None else None
+        if local is not None:
+            qual = local.node.rsplit(":", 1)[1]
+            found = self._member_of_type(local.path, qual, [*rest, name], 0)
+            return [found] if found is not None else None
+        return None
+
+    def _through(
+        self, binding: Binding, rest: list[str], name: str, depth: int, bound: bool
+    ) -> Target | None:
+        """``binding.rest.name`` (or the bound member itself when ``bound``)."""
+        module, member, stems = binding.module, binding.member, binding.stems
+        python = self.language == "python" and bool(stems)
+        if not module.internal and not python:
+            return None
+        path = [] if member is None else member.split(".")
+        for part in rest:
+            if not path and python:
+                deeper = tuple(f"{s}/{part}" if s else part for s in stems)
+                sub = m.python_submodule(stems, part, self.lookup, self.path)
+                if sub.internal:
+                    module, stems = sub, deeper
+                    continue
+                if any(self.lookup.folder(d) for d in deeper):  # a namespace package
+                    module, stems = m.NOWHERE, deeper
+                    continue
+            if not path and module.key is not None and self.language == "rust":
+                sub = m.rust_child(module.key, [part], self.lookup)
+                if sub.internal:
+                    module = sub
+                    continue
+            path.append(part)
+        if not bound:
+            path.append(name)
+        if not path:
+            return None
+        return self._member(module, ".".join(path), depth)
+
+    def _member(self, module: m.Module, qualname: str, depth: int) -> Target | None:
+        """``qualname`` in one of the module's files, following re-exports and bases."""
+        if depth > MAX_DEPTH:
+            return None
+        head, _, tail = qualname.partition(".")
+        for path in module.files:
+            sig = self.lookup.symbol(path, qualname)
+            if sig is not None:
+                return Target(symbol_id(path, qualname), path, "import")
+            if tail and self.lookup.symbol(path, head) is not None:
+                found = self._member_of_type(path, head, tail.split("."), depth + 1)
+                if found is not None:
+                    return found
+        for path in module.files:  # a package's __init__ or an index.ts re-exporting it
+            found = self._reexported(path, head, tail, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    def _reexported(self, path: str, name: str, tail: str, depth: int) -> Target | None:
+        binds = self._bindings_of(path)
+        binding = binds.names.get(name)
+        if binding is not None:
+            found = self._through(binding, tail.split(".") if tail else [], "", depth, bound=True)
+            if found is not None:
+                return found
+        qualname = f"{name}.{tail}" if tail else name
+        for module in binds.wildcards:
+            found = self._member(module, qualname, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    def _bindings_of(self, path: str) -> Bindings:
+        if path not in self._other_binds:
+            language = self.lookup.language(path)
+            imports = self.lookup.imports(path)
+            lang = language if isinstance(language, str) else None
+            self._other_binds[path] = bindings(path, lang, imports, self.lookup)
+        return self._other_binds[path]
+
+    # -- types and their members ----------------------------------------------------
+
+    def _enclosing_type(self, scope: str | None) -> str | None:
+        for holder in _scope_chain(scope):
+            sym = self.own.get(holder)
+            if sym is not None and sym.kind in TYPE_KINDS:
+                return holder
+            if sym is not None and sym.kind == "METHOD" and sym.parent:
+                return sym.parent  # Go and Rust methods name their type as parent
+        return None
+
+    def _member_of_type(self, path: str, owner: str, parts: list[str], depth: int) -> Target | None:
+        """``owner.parts`` in ``path``, else in the owner's bases (resolved from there)."""
+        if depth > MAX_DEPTH:
+            return None
+        qualname = ".".join([owner, *parts])
+        if self.lookup.symbol(path, qualname) is not None:
+            return Target(
+                symbol_id(path, qualname), path, "same_file" if path == self.path else "import"
+            )
+        if path == self.path or self.language in ("go", "rust"):
+            found = self._method_elsewhere_in_package(owner, parts)
+            if found is not None:
+                return found
+        sig = self.lookup.symbol(path, owner)
+        if sig is None:
+            return None
+        resolver = self if path == self.path else None
+        for base in (*sig.bases, *sig.implements):
+            targets = (
+                resolver.resolve_type_name(base, sig.parent)
+                if resolver is not None
+                else self._resolve_in(path, base)
+            )
+            for target in targets:
+                if target.confidence == "name_match":
+                    continue
+                base_qual = target.node.rsplit(":", 1)[1]
+                found = self._member_of_type(target.path, base_qual, parts, depth + 1)
+                if found is not None:
+                    return Target(
+                        found.node, found.path, _weaker(found.confidence, target.confidence)
+                    )
+        return None
+
+    def _method_elsewhere_in_package(self, owner: str, parts: list[str]) -> Target | None:
+        """Go and Rust declare methods apart from their type, often in another file."""
+        if self.language != "go":
+            return None
+        qualname = ".".join([owner, *parts])
+        for path in m.go_package_files(self.path, self.lookup):
+            if self.lookup.symbol(path, qualname) is not None:
+                return Target(symbol_id(path, qualname), path, "same_folder")
+        return None
+
+    def _resolve_in(self, path: str, written: str) -> list[Target]:
+        """A type name written in another file, resolved through that file's imports."""
+        parts = written.replace("::", ".").split("<", 1)[0].split(".")
+        binds = self._bindings_of(path)
+        binding = binds.names.get(parts[0])
+        if binding is not None:
+            found = self._through(
+                binding, parts[1:-1] if len(parts) > 1 else [], parts[-1], 1, len(parts) == 1
+            )
+            return [found] if found is not None else []
+        if self.lookup.symbol(path, parts[-1]) is not None and len(parts) == 1:
+            return [Target(symbol_id(path, parts[-1]), path, "same_file")]
+        return []
+
+
+def _scope_chain(scope: str | None) -> list[str]:
+    """'A.B.c' -> ['A.B.c', 'A.B', 'A'] (innermost first)."""
+    if not scope:
+        return []
+    parts = scope.split(".")
+    return [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
+
+
+def _weaker(a: str, b: str) -> str:
+    return a if RANK[a] >= RANK[b] else b
+
+
+__all__ = ["FileResolver", "Sig", "Target"]
