@@ -123,7 +123,7 @@ class RepoIndex:
             # A deleted directory the watcher could not expand removes what is under it.
             under = event.path.rstrip("/") + "/"
             gone = {p for p in self.state.files if p == event.path or p.startswith(under)}
-            return self._graph_change(removed=gone)
+            return self._graph_change(removed=gone, defer=event.origin == "scan")
         if isinstance(event, CommitObserved):
             commit = CommitRecord(
                 sha=event.sha,
@@ -173,7 +173,7 @@ class RepoIndex:
                 return {}
             return {"files_upserted": (old.model_copy(update=meta),)}
         record = self._record(event, meta)
-        return self._graph_change(upserted=record)
+        return self._graph_change(upserted=record, defer=event.origin == "scan")
 
     def _record(self, event: FileChanged, meta: Mapping[str, object]) -> FileRecord:
         if event.content is None:
@@ -205,9 +205,11 @@ class RepoIndex:
         *,
         upserted: FileRecord | None = None,
         removed: set[str] = frozenset(),  # type: ignore[assignment]
+        defer: bool = False,
     ) -> Changes:
-        """Files upserted or removed, and the graph's exact difference."""
-        graph = self.graph.change(self.state, upserted, removed)
+        """Files upserted or removed, and the graph's exact difference (at the next
+        barrier, for the files of a scan: see IncrementalGraph.change)."""
+        graph = self.graph.change(self.state, upserted, removed, defer=defer)
         return {
             "files_upserted": (upserted,) if upserted is not None else (),
             "files_removed": tuple(sorted(removed)),

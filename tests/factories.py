@@ -33,7 +33,7 @@ class Stamp:
             "emitted_at": 1000.0,
         }
 
-    def changed(self, path: str, text: str, origin: str = "scan", commit: str | None = None):
+    def changed(self, path: str, text: str, origin: str = "watch", commit: str | None = None):
         data = text.encode()
         return FileChanged(
             **self.base(),

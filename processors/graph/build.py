@@ -57,6 +57,16 @@ def file_subgraph(
     return nodes, edges
 
 
+def file_structure(
+    record: FileRecord,
+) -> tuple[dict[str, NodeRecord], dict[EdgeKey, EdgeRecord]]:
+    """The file's nodes and the edges that need no resolution (CONTAINS, DEFINED_BY,
+    SIBLING): what a scanned file holds until the scan's barrier resolves it."""
+    edges: dict[EdgeKey, EdgeRecord] = {}
+    _structure(record, edges)
+    return _nodes(record), edges
+
+
 def _nodes(record: FileRecord) -> dict[str, NodeRecord]:
     path = record.path
     nodes = {

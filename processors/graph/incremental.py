@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from processors.graph.build import file_subgraph
+from processors.graph.build import file_structure, file_subgraph
 from processors.graph.folders import FolderTree
 from processors.graph.lookup import Key, Lookup, RepoFacts
 from stores.deltas import GraphDelta
@@ -32,34 +32,66 @@ class IncrementalGraph:
         self._external_refs: dict[str, int] = {}  # external node -> edges into it
         self._asks_current = True
         self._pending: dict[str, set[Key]] = {}
+        self._deferred: set[str] = set()  # files of a scan not resolved yet
+        self._deferred_keys: set[Key] = set()  # keys their arrival changed
 
     # -- computing a change -----------------------------------------------------------
 
     def change(
-        self, state: RepoState, upserted: FileRecord | None, removed: Iterable[str]
+        self,
+        state: RepoState,
+        upserted: FileRecord | None,
+        removed: Iterable[str],
+        *,
+        defer: bool = False,
     ) -> GraphChanges:
         """Apply a file change to the derived indexes and return the graph delta fields.
 
-        The caller applies the returned fields to ``state`` and then calls ``commit``.
+        ``defer`` (the files of a scan): only the file's own nodes and structure now;
+        its references, and the files whose answers it changes, are resolved together
+        by the next change that does not defer (the scan's barrier), once instead of
+        once per file that arrives. The caller applies the returned fields to
+        ``state`` and then calls ``commit``.
         """
-        if not self._asks_current:
-            self._recompute_asks()
         removed = sorted(set(removed))
         dirty: set[Key] = set()
         folders: set[str] = set()
         for path in removed:
             dirty |= self.facts.replace(path, None)
             folders.update(self.folders.remove(path))
+            self._deferred.discard(path)
         if upserted is not None:
             new = upserted.path not in self.facts.files
             dirty |= self.facts.replace(upserted.path, upserted)
             if new:
                 folders.update(self.folders.add(upserted.path))
-        affected = {p for key in dirty for p in self._askers.get(key, ())}
+        changed = set(removed) | ({upserted.path} if upserted is not None else set())
+        if defer:
+            self._deferred_keys |= dirty
+            if upserted is not None:
+                self._deferred.add(upserted.path)
+            return self._resolve(
+                state, set(), changed, folders, structure_only=changed - set(removed)
+            )
+        dirty |= self._deferred_keys
+        affected = {p for key in dirty for p in self._askers.get(key, ())} | self._deferred
+        self._deferred, self._deferred_keys = set(), set()
+        if not self._asks_current:  # after a restore: resolve everything once
+            affected |= set(self.facts.files)
+            folders |= set(self.folders.under)
+            self._asks_current = True
         if upserted is not None:
             affected.add(upserted.path)
-        affected -= set(removed)
+        return self._resolve(state, affected - set(removed), changed, folders)
 
+    def _resolve(
+        self,
+        state: RepoState,
+        affected: set[str],
+        changed: set[str],
+        folders: set[str],
+        structure_only: set[str] = frozenset(),  # type: ignore[assignment]
+    ) -> GraphChanges:
         new_nodes: dict[str, NodeRecord] = {}
         new_edges: dict[EdgeKey, EdgeRecord] = {}
         self._pending = {}
@@ -69,13 +101,17 @@ class IncrementalGraph:
             new_nodes.update(nodes)
             new_edges.update(edges)
             self._pending[path] = lookup.keys
-        for path in removed:
+        for path in sorted(structure_only):
+            nodes, edges = file_structure(self.facts.files[path])
+            new_nodes.update(nodes)
+            new_edges.update(edges)
+        for path in changed - set(self.facts.files):
             self._pending[path] = set()
         for folder in sorted(folders):
             nodes, edges = self.folders.subgraph(folder)
             new_nodes.update(nodes)
             new_edges.update(edges)
-        owners = affected | set(removed) | {"/" + f for f in folders}
+        owners = affected | changed | {"/" + f for f in folders}
         return self._diff(state, owners, new_nodes, new_edges)
 
     def _diff(
@@ -154,14 +190,4 @@ class IncrementalGraph:
             if record.path not in self.facts.files:
                 self.folders.add(record.path)
             self.facts.replace(record.path, record)
-        self._asks_current = False
-
-    def _recompute_asks(self) -> None:
-        """After a restore: ask every file's questions again (the answers are in the state)."""
-        self._asked, self._askers = {}, {}
-        for path in sorted(self.facts.files):
-            lookup = Lookup(self.facts)
-            file_subgraph(self.facts.files[path], lookup)
-            self._pending[path] = lookup.keys
-        self.commit()
-        self._asks_current = True
+        self._asks_current = False  # the next change resolves every file once

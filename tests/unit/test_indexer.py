@@ -40,7 +40,7 @@ def test_file_changed_gives_nodes_contains_and_import_edges() -> None:
     assert (record.language, record.lines, record.origin, record.producer) == (
         "python",
         2,
-        "scan",
+        "watch",
         "p1",
     )
 
@@ -124,6 +124,17 @@ def test_a_new_producer_session_must_start_at_seq_one() -> None:
     assert index.position(Stamp(producer="p3").changed("b.py", "def g")) == "next"
 
 
+def test_a_scan_resolves_its_files_at_the_barrier() -> None:
+    index, s = new_index(), Stamp()
+    index.handle(s.changed("a.py", "import b\ndef f", origin="scan"), now=1.0)
+    index.handle(s.changed("b.py", "def g", origin="scan"), now=1.0)
+    assert edges(index, ("IMPORTS",)) == set()  # not resolved yet
+    assert ("file:a.py", "sym:a.py:f", "CONTAINS") in index.state.edges
+    delta = index.handle(s.scan_completed("c1"), now=1.0)
+    assert delta is not None and delta.barrier == "scan_completed"
+    assert edges(index, ("IMPORTS",)) == {("file:a.py", "file:b.py", "IMPORTS")}
+
+
 def test_skipped_file_is_recorded_with_its_reason_and_no_symbols() -> None:
     index, s = new_index(), Stamp()
     index.handle(s.skipped("logo.png", "binary", size=2048), now=1.0)
@@ -177,9 +188,11 @@ def test_restore_from_published_deltas_equals_the_live_index() -> None:
 
 
 def _fresh_build(files: dict[str, str]) -> RepoIndex:
+    """A scan of the same files: resolved once, at the scan's barrier."""
     index, s = new_index(), Stamp(producer="fresh")
     for path, text in sorted(files.items()):
-        index.handle(s.changed(path, text), now=0.0)
+        index.handle(s.changed(path, text, origin="scan"), now=0.0)
+    index.handle(s.scan_completed(), now=0.0)
     return index
 
 
@@ -207,3 +220,22 @@ def test_incremental_graph_equals_a_fresh_build_after_every_random_step() -> Non
             files[path] = "\n".join(body)
             index.handle(s.changed(path, files[path]), now=1.0)
         assert _graph(index) == _graph(_fresh_build(files))
+
+
+def test_restored_mid_scan_then_finished_equals_an_uninterrupted_scan() -> None:
+    s = Stamp()
+    files = {
+        "a.py": "import b\ndef f",
+        "b.py": "import c\ndef g",
+        "c.py": "def h",
+        "d.py": "import a",
+    }
+    events = [s.changed(p, t, origin="scan") for p, t in sorted(files.items())]
+    events.append(s.scan_completed("c1"))
+    whole = new_index()
+    deltas = [whole.handle(e, now=1.0) for e in events]
+    for cut in range(1, len(events)):
+        restored = RepoIndex.restore("app-1", [d for d in deltas[:cut] if d], parse=tiny_parse)
+        for event in events[cut:]:
+            restored.handle(event, now=1.0)
+        assert _graph(restored) == _graph(whole), f"restored after {cut} events"
