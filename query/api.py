@@ -154,6 +154,11 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
             origin=record.origin,
             commit=record.commit,
             working_tree=record.working_tree,
+            package=record.package,
+            purpose=record.purpose,
+            sections=[f"L{s.line_start}-{s.line_end}: {s.label}" for s in record.sections],
+            keywords=[k.term for k in record.keywords],
+            references=len(record.references),
             symbols=list(record.symbols),
             imports=[
                 ImportOut(module=i.module, names=list(i.names), level=i.level, line=i.line)

@@ -73,6 +73,11 @@ class FileDetail(BaseModel):
     origin: str
     commit: str | None
     working_tree: bool
+    package: str | None = Field(description="declared package (Go, Java)")
+    purpose: str | None = Field(description="the module's docstring or leading comment")
+    sections: list[str] = Field(description="'L1-25: imports', 'L26-80: class AuthService'")
+    keywords: list[str] = Field(description="identifier parts, strongest first")
+    references: int = Field(description="calls, reads and type uses found in the file")
     symbols: list[SymbolRecord]
     imports: list[ImportOut]
     depends_on: list[str] = Field(description="files and external modules this file imports")

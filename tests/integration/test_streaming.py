@@ -83,6 +83,8 @@ async def test_scan_is_indexed_and_fresh_with_skipped_files_recorded(
     views = await stack.get(f"/repositories/{rid}/files/app/views.py")
     assert views["language"] == "python"
     assert [s["name"] for s in views["symbols"]] == ["show"]
+    assert views["sections"] == ["L1-2: imports", "L4-5: function show"]
+    assert views["keywords"][:2] == ["show", "views"]
     assert views["depends_on"] == ["app/models.py", "json"]
     main = await stack.get(f"/repositories/{rid}/files/web/main.js")
     assert main["language"] == "javascript" and main["depends_on"] == ["web/util.js"]
