@@ -16,18 +16,25 @@ import asyncio
 import atexit
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from types import TracebackType
+from typing import Self
 
+import structlog
 from aiokafka import AIOKafkaClient
 from aiokafka.errors import KafkaError
 from aiokafka.protocol.metadata import MetadataRequest
 
 LOOPBACK = "127.0.0.1"
+
+
+log = structlog.get_logger(__name__)
 
 
 class BrokerStartError(RuntimeError):
@@ -202,3 +209,52 @@ _LIVE: set[BrokerProcess] = set()
 def _stop_leftovers() -> None:
     for process in list(_LIVE):
         process.stop_now()
+
+
+class LaunchedBroker:
+    """What the embedded Tansu and the test suite's Apache Kafka share: a broker process
+    on a loopback port, its work directory, and a clean stop (``async with`` works)."""
+
+    kind: str = "broker"
+
+    def __init__(self, *, stop_grace: float) -> None:
+        self._stop_grace = stop_grace
+        self._process: BrokerProcess | None = None
+        self._port: int | None = None
+        self._workdir: Path | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        """``"127.0.0.1:PORT"``, for ``bootstrap_servers=``."""
+        if self._port is None:
+            raise RuntimeError(f"{type(self).__name__} is not running: call start() first")
+        return f"{LOOPBACK}:{self._port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    async def stop(self) -> None:
+        if self._process is None:
+            return
+        process, port = self._process, self._port
+        returncode = await process.stop(self._stop_grace)
+        log.info("broker_stopped", kind=self.kind, port=port, pid=process.pid, code=returncode)
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+        self._process = self._port = self._workdir = None
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.stop()

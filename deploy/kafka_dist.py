@@ -23,8 +23,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
-from typing import Literal, Self
+from typing import Literal
 
 import structlog
 
@@ -32,6 +31,7 @@ from deploy.broker_process import (
     LOOPBACK,
     BrokerProcess,
     BrokerStartError,
+    LaunchedBroker,
     PortTakenError,
     free_port,
     tail,
@@ -166,7 +166,7 @@ def new_cluster_id() -> str:
             return cluster_id
 
 
-class ApacheKafka:
+class ApacheKafka(LaunchedBroker):
     """Apache Kafka (KRaft, one node) on ``127.0.0.1:<free port>``, as an async context manager."""
 
     kind: Literal["kafka"] = "kafka"
@@ -188,20 +188,7 @@ class ApacheKafka:
         self._cache_dir = cache_dir
         self._extra = dict(extra_properties or {})
         self._startup_timeout = startup_timeout
-        self._stop_grace = stop_grace
-        self._process: BrokerProcess | None = None
-        self._port: int | None = None
-        self._workdir: Path | None = None
-
-    @property
-    def bootstrap(self) -> str:
-        if self._port is None:
-            raise RuntimeError("ApacheKafka is not running: call start() first")
-        return f"{LOOPBACK}:{self._port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process else None
+        super().__init__(stop_grace=stop_grace)
 
     async def start(self) -> None:
         if self._process is not None:
@@ -270,28 +257,6 @@ class ApacheKafka:
                 shutil.rmtree(workdir, ignore_errors=True)
             raise  # other failures keep the workdir: the message points at its logs
         self._process, self._port, self._workdir = process, broker_port, workdir
-
-    async def stop(self) -> None:
-        if self._process is None:
-            return
-        process, port = self._process, self._port
-        returncode = await process.stop(self._stop_grace)
-        log.info("broker_stopped", kind=self.kind, port=port, pid=process.pid, code=returncode)
-        if self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
-        self._process = self._port = self._workdir = None
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
 
 async def _format_storage(jvm: list[str], config: Path, cluster_id: str, log_path: Path) -> None:
