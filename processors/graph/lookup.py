@@ -56,6 +56,7 @@ class RepoFacts:
         self.files: dict[str, FileRecord] = {}
         self.sigs: dict[str, tuple[Sig, ...]] = {}
         self.by_qualname: dict[str, dict[str, Sig]] = {}
+        self._listings: dict[str, tuple[str, ...]] = {}
         self.folders: dict[str, set[str]] = {}
         self.by_name: dict[str, set[tuple[str, str]]] = {}
         self.packages: dict[str, set[str]] = {}
@@ -71,6 +72,13 @@ class RepoFacts:
     def symbol(self, path: str, qualname: str) -> Sig | None:
         return self.by_qualname.get(path, {}).get(qualname)
 
+    def listing(self, folder: str) -> tuple[str, ...]:
+        """The files directly in a folder, sorted (cached until the folder changes)."""
+        cached = self._listings.get(folder)
+        if cached is None:
+            cached = self._listings[folder] = tuple(sorted(self.folders.get(folder, ())))
+        return cached
+
     def definers(self, name: str) -> tuple[tuple[str, str], ...] | None:
         """(path, qualname) of every definition of ``name``; None when ambiguous."""
         found = self.by_name.get(name, ())
@@ -84,7 +92,7 @@ class RepoFacts:
         if kind == "f":
             return self.language(arg)
         if kind == "d":
-            return tuple(sorted(self.folders.get(arg, ())))
+            return self.listing(arg)
         if kind == "q":
             path, qualname = arg.split("#", 1)
             return self.symbol(path, qualname)
@@ -134,6 +142,7 @@ class RepoFacts:
             by_qualname.setdefault(sig.qualname, sig)  # the first of duplicates, as a build
         self.by_qualname[path] = by_qualname
         self.folders.setdefault(folder_of(path), set()).add(path)
+        self._listings.pop(folder_of(path), None)
         for sym in record.symbols:
             self.by_name.setdefault(sym.name, set()).add((path, sym.qualname))
         if record.package and record.language == "java":
@@ -146,6 +155,7 @@ class RepoFacts:
         self.sigs.pop(path, None)
         self.by_qualname.pop(path, None)
         _discard(self.folders, folder_of(path), path)
+        self._listings.pop(folder_of(path), None)
         for sym in record.symbols:
             _discard(self.by_name, sym.name, (path, sym.qualname))
         if record.package:
@@ -184,7 +194,7 @@ class Lookup:
 
     def folder(self, path: str) -> tuple[str, ...]:
         self.keys.add(("d", path))
-        return tuple(sorted(self._facts.folders.get(path, ())))
+        return self._facts.listing(path)
 
     def symbol(self, path: str, qualname: str) -> Sig | None:
         self.keys.add(("q", f"{path}#{qualname}"))
