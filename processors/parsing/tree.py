@@ -119,7 +119,6 @@ class FileFacts:
         "_references",
         "_spans",
         "_symbols",
-        "_unscoped",
         "aliases",
         "content",
         "package",
@@ -131,9 +130,8 @@ class FileFacts:
         self._comment_marks = comment_marks
         self._symbols: list[tuple[int, SymbolRecord]] = []
         self._imports: list[tuple[int, ImportRecord]] = []
-        self._references: list[tuple[int, ReferenceRecord]] = []
+        self._references: list[tuple] = []  # type: ignore[type-arg]
         self._spans: list[tuple[int, int, str]] = []  # (start byte, end byte, qualname)
-        self._unscoped: set[int] = set()  # indexes of references whose scope is AUTO
         self.references_truncated = False
         self.package: str | None = None
         self.aliases: list[Alias] = []
@@ -256,17 +254,10 @@ class FileFacts:
             self.references_truncated = True
             return
         point = node.start_point
-        record = ReferenceRecord(
-            name=name,
-            qualifier=qualifier,
-            kind=kind,
-            line=point.row + 1,
-            column=point.column,
-            scope=None if scope is AUTO else scope,  # type: ignore[arg-type]
+        # Kept raw until read: the record is built once, with its scope.
+        self._references.append(
+            (node.start_byte, name, qualifier, kind, point.row + 1, point.column, scope)
         )
-        if scope is AUTO:
-            self._unscoped.add(len(self._references))
-        self._references.append((node.start_byte, record))
 
     def symbols(self) -> tuple[SymbolRecord, ...]:
         # Sorting on the start byte alone keeps insertion order among equals (`a = b = 1`).
@@ -276,28 +267,41 @@ class FileFacts:
         return tuple(record for _, record in sorted(self._imports, key=_start))
 
     def references(self) -> tuple[ReferenceRecord, ...]:
-        if self._unscoped:
-            self._assign_scopes()
-        return tuple(record for _, record in sorted(self._references, key=_start))
+        raw = sorted(self._references, key=_start)
+        scopes = self._scopes([r[0] for r in raw])
+        return tuple(
+            ReferenceRecord(
+                name=name,
+                qualifier=qualifier,
+                kind=kind,
+                line=line,
+                column=column,
+                scope=held if scope is AUTO else scope,
+            )
+            for (_, name, qualifier, kind, line, column, scope), held in zip(
+                raw, scopes, strict=True
+            )
+        )
 
-    def _assign_scopes(self) -> None:
-        """Each unscoped reference gets the innermost symbol span that holds it: one sweep
-        over spans and references in byte order with a stack of the open spans."""
+    def _scopes(self, positions: list[int]) -> list[str | None]:
+        """The innermost symbol span holding each (sorted) position: one sweep over spans
+        and positions in byte order with a stack of the open spans."""
         spans = sorted(self._spans, key=lambda s: (s[0], -s[1]))
-        unscoped = sorted(self._unscoped, key=lambda i: self._references[i][0])
         stack: list[tuple[int, str]] = []  # (end byte, qualname), innermost last
+        held: list[str | None] = []
         k = 0
-        for i in unscoped:
-            at, record = self._references[i]
+        for at in positions:
             while k < len(spans) and spans[k][0] <= at:
-                stack.append((spans[k][1], spans[k][2]))
+                start, end, qualname = spans[k]
+                while stack and stack[-1][0] <= start:  # closed before this one opens
+                    stack.pop()
+                stack.append((end, qualname))
                 k += 1
             while stack and stack[-1][0] <= at:
                 stack.pop()
-            holders = [qualname for end, qualname in stack if end > at]
-            if holders:
-                self._references[i] = (at, record.model_copy(update={"scope": holders[-1]}))
-        self._unscoped.clear()
+            # Spans nest, so the stack is one chain of open spans: its top holds ``at``.
+            held.append(stack[-1][1] if stack else None)
+        return held
 
 
 def _start(item: tuple[int, object]) -> int:
