@@ -22,7 +22,7 @@ from collections import Counter
 
 from processors.graph.ids import external_id, file_id, symbol_id
 from processors.graph.lookup import Lookup
-from processors.graph.resolver import RANK, FileResolver, Target
+from processors.graph.resolver import RANK, BindingsCache, FileResolver, Target
 from stores.records import EdgeRecord, FileRecord, NodeRecord
 
 EdgeKey = tuple[str, str, str]
@@ -40,14 +40,14 @@ def is_test_path(path: str) -> bool:
 
 
 def file_subgraph(
-    record: FileRecord, lookup: Lookup
+    record: FileRecord, lookup: Lookup, cache: BindingsCache | None = None
 ) -> tuple[dict[str, NodeRecord], dict[EdgeKey, EdgeRecord]]:
     nodes = _nodes(record)
     edges: dict[EdgeKey, EdgeRecord] = {}
     _structure(record, edges)
     if record.language is None or record.skipped:
         return nodes, edges
-    resolver = FileResolver(record, lookup)
+    resolver = FileResolver(record, lookup, cache)
     into: Counter[str] = Counter()  # structural references into other files
     _references(record, resolver, nodes, edges, into)
     _inheritance(record, resolver, edges, into)

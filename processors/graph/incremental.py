@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from processors.graph.build import file_structure, file_subgraph
 from processors.graph.folders import FolderTree
 from processors.graph.lookup import Key, Lookup, RepoFacts
+from processors.graph.resolver import BindingsCache
 from stores.deltas import GraphDelta
 from stores.records import EdgeRecord, FileRecord, NodeRecord
 from stores.repo_state import RepoState
@@ -95,9 +96,10 @@ class IncrementalGraph:
         new_nodes: dict[str, NodeRecord] = {}
         new_edges: dict[EdgeKey, EdgeRecord] = {}
         self._pending = {}
+        cache: BindingsCache = {}  # the facts hold still for this pass
         for path in sorted(affected):
             lookup = Lookup(self.facts)
-            nodes, edges = file_subgraph(self.facts.files[path], lookup)
+            nodes, edges = file_subgraph(self.facts.files[path], lookup, cache)
             new_nodes.update(nodes)
             new_edges.update(edges)
             self._pending[path] = lookup.keys

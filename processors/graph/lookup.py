@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from processors.graph.ids import folder_of
-from stores.records import Alias, FileRecord, ImportRecord
+from stores.records import Alias, FileRecord, ImportRecord, SymbolRecord
 
 Key = tuple[str, str]
 
@@ -44,6 +44,12 @@ class Sig:
     implements: tuple[str, ...]
 
 
+def role_name(sym: SymbolRecord) -> str:
+    """``member:run`` for a method (reached through a receiver), ``top:run`` otherwise:
+    a bare call never means a method, and ``x.run()`` never a module-level function."""
+    return f"{'member' if sym.kind == 'METHOD' else 'top'}:{sym.name}"
+
+
 def signatures(record: FileRecord) -> tuple[Sig, ...]:
     return tuple(
         Sig(s.qualname, s.name, s.kind, s.parent, s.exported, s.bases, s.implements)
@@ -58,7 +64,7 @@ class RepoFacts:
         self.by_qualname: dict[str, dict[str, Sig]] = {}
         self._listings: dict[str, tuple[str, ...]] = {}
         self.folders: dict[str, set[str]] = {}
-        self.by_name: dict[str, set[tuple[str, str]]] = {}
+        self.by_name: dict[str, set[tuple[str, str]]] = {}  # "role:name" -> definitions
         self.packages: dict[str, set[str]] = {}
         self.configs: dict[str, set[str]] = {}
 
@@ -80,7 +86,7 @@ class RepoFacts:
         return cached
 
     def definers(self, name: str) -> tuple[tuple[str, str], ...] | None:
-        """(path, qualname) of every definition of ``name``; None when ambiguous."""
+        """(path, qualname) of every definition of ``role:name``; None when ambiguous."""
         found = self.by_name.get(name, ())
         return tuple(sorted(found)) if len(found) <= NAME_MATCH_LIMIT else None
 
@@ -125,7 +131,7 @@ class RepoFacts:
         for record in (old, new):
             if record is None:
                 continue
-            keys.update(("n", s.name) for s in record.symbols)
+            keys.update(("n", role_name(s)) for s in record.symbols)
             keys.update(("q", f"{path}#{s.qualname}") for s in record.symbols)
             if record.package:
                 keys.add(("p", record.package))
@@ -144,7 +150,7 @@ class RepoFacts:
         self.folders.setdefault(folder_of(path), set()).add(path)
         self._listings.pop(folder_of(path), None)
         for sym in record.symbols:
-            self.by_name.setdefault(sym.name, set()).add((path, sym.qualname))
+            self.by_name.setdefault(role_name(sym), set()).add((path, sym.qualname))
         if record.package and record.language == "java":
             self.packages.setdefault(record.package, set()).add(path)
         if record.language in CONFIG_LANGUAGES:
@@ -157,7 +163,7 @@ class RepoFacts:
         _discard(self.folders, folder_of(path), path)
         self._listings.pop(folder_of(path), None)
         for sym in record.symbols:
-            _discard(self.by_name, sym.name, (path, sym.qualname))
+            _discard(self.by_name, role_name(sym), (path, sym.qualname))
         if record.package:
             _discard(self.packages, record.package, path)
         if record.language in CONFIG_LANGUAGES:
@@ -182,6 +188,11 @@ class Lookup:
     def language(self, path: str) -> str | bool | None:
         self.keys.add(("f", path))
         return self._facts.language(path)
+
+    def fork(self) -> Lookup:
+        """A lookup over the same facts that records its own keys (for a cached answer
+        whose keys are then added to every file that uses it)."""
+        return Lookup(self._facts)
 
     def exists(self, path: str) -> bool:
         return self.language(path) is not False

@@ -61,7 +61,8 @@ def python_stems(importer: str, imp: ImportRecord) -> tuple[str, ...]:
 def python_module(stems: tuple[str, ...], lookup: Lookup, importer: str) -> Module:
     for stem in stems:
         candidates = [f"{stem}{suffix}" if stem else suffix.lstrip("/") for suffix in PY_SUFFIXES]
-        hit = lookup.first_existing(candidates, skip=importer)
+        # The importer itself counts: a module may import its own names (sympy does).
+        hit = lookup.first_existing(candidates)
         if hit is not None:
             return Module(files=(hit,), key=stem)
     return NOWHERE

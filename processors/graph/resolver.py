@@ -11,6 +11,7 @@ then members), or a class of the file or package. Every answer carries its confi
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 
 from processors.graph import modules as m
@@ -23,7 +24,23 @@ SELF_NAMES = frozenset({"self", "this", "cls", "Self", "super"})
 TYPE_KINDS = frozenset({"CLASS", "STRUCT", "INTERFACE", "TRAIT", "ENUM", "TYPE"})
 IMPLICIT_MEMBER_LANGUAGES = frozenset({"java"})  # a bare call may mean this.call()
 MAX_DEPTH = 4
+_PY_BUILTIN_TYPES = (list, dict, str, set, bytes, tuple, int, float, frozenset, object)
+BUILTIN_NAMES: dict[str, frozenset[str]] = {
+    "python": frozenset(dir(builtins)).union(*(dir(t) for t in _PY_BUILTIN_TYPES)),
+    "javascript": frozenset(
+        """push pop shift unshift map filter reduce forEach find findIndex some every
+        includes indexOf join slice splice concat keys values entries then catch finally
+        toString valueOf hasOwnProperty log error warn info debug apply call bind
+        addEventListener removeEventListener querySelector getElementById resolve reject
+        parse stringify assign freeze create has get set add delete clear replace split
+        trim toLowerCase toUpperCase startsWith endsWith require""".split()
+    ),
+}
+BUILTIN_NAMES["typescript"] = BUILTIN_NAMES["tsx"] = BUILTIN_NAMES["javascript"]
 RANK = {"import": 0, "same_file": 1, "same_folder": 2, "name_match": 3}
+
+
+BindingsCache = dict[str, tuple[Bindings, set[tuple[str, str]]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,14 +53,16 @@ class Target:
 class FileResolver:
     """Resolves the references of one file; every question goes through ``lookup``."""
 
-    def __init__(self, record: FileRecord, lookup: Lookup) -> None:
+    def __init__(
+        self, record: FileRecord, lookup: Lookup, cache: BindingsCache | None = None
+    ) -> None:
         self.record = record
         self.path = record.path
         self.language = record.language
         self.lookup = lookup
         self.own = {s.qualname: s for s in reversed(record.symbols)}  # first definition wins
         self.binds = bindings(self.path, self.language, record.imports, lookup)
-        self._other_binds: dict[str, Bindings] = {}
+        self._cache: BindingsCache = cache if cache is not None else {}
 
     # -- entry points ---------------------------------------------------------------
 
@@ -52,10 +71,10 @@ class FileResolver:
         if qualifier is None:
             return self._bare(ref.name, ref.scope)
         if qualifier == "<expr>":
-            return self._name_match(ref.name)
+            return self._name_match(ref.name, member=True)
         parts = qualifier.split(".")
         found = self._qualified(parts, ref.name, ref.scope)
-        return found if found is not None else self._name_match(ref.name)
+        return found if found is not None else self._name_match(ref.name, member=True)
 
     def resolve_type_name(self, written: str, scope: str | None) -> list[Target]:
         """A base class or interface as written in a declaration: 'Base', 'a.b.Base'."""
@@ -63,7 +82,7 @@ class FileResolver:
         if len(parts) == 1:
             return self._bare(parts[0], scope)
         found = self._qualified(parts[:-1], parts[-1], scope)
-        return found if found is not None else self._name_match(parts[-1])
+        return found if found is not None else self._name_match(parts[-1], member=False)
 
     # -- bare names -----------------------------------------------------------------
 
@@ -78,7 +97,7 @@ class FileResolver:
         for found in (self._in_package(name), self._in_wildcards(self.binds, name, 0)):
             if found is not None:
                 return [found]
-        return self._name_match(name)
+        return self._name_match(name, member=False)
 
     def _in_scopes(self, name: str, scope: str | None) -> Target | None:
         chain = _scope_chain(scope)
@@ -117,8 +136,13 @@ class FileResolver:
                 return found
         return None
 
-    def _name_match(self, name: str) -> list[Target]:
-        definers = self.lookup.definers(name)
+    def _name_match(self, name: str, *, member: bool) -> list[Target]:
+        """Definitions found by name alone, marked ``name_match``: methods for a name
+        reached through an unknown receiver, anything else for a bare name; never a
+        name the language itself provides (``super``, ``append``, ``push``)."""
+        if name in BUILTIN_NAMES.get(self.language or "", ()):
+            return []
+        definers = self.lookup.definers(f"{'member' if member else 'top'}:{name}")
         if not definers:
             return []
         return [
@@ -216,12 +240,17 @@ class FileResolver:
         return None
 
     def _bindings_of(self, path: str) -> Bindings:
-        if path not in self._other_binds:
-            language = self.lookup.language(path)
-            imports = self.lookup.imports(path)
+        """Another file's bindings (for re-exports and inherited members), computed once
+        per resolution pass and shared by every file that needs them, with the questions
+        they asked added to this file's."""
+        cached = self._cache.get(path)
+        if cached is None:
+            fork = self.lookup.fork()
+            language = fork.language(path)
             lang = language if isinstance(language, str) else None
-            self._other_binds[path] = bindings(path, lang, imports, self.lookup)
-        return self._other_binds[path]
+            cached = self._cache[path] = (bindings(path, lang, fork.imports(path), fork), fork.keys)
+        self.lookup.keys |= cached[1]
+        return cached[0]
 
     # -- types and their members ----------------------------------------------------
 

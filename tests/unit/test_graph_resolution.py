@@ -102,6 +102,19 @@ def test_python_package_reexport_and_relative_import_and_submodule_attribute() -
     assert edges[("sym:app.py:main", "sym:pkg/tools/run.py:go", "CALLS")] == ("import", 1.0)
 
 
+def test_a_module_importing_its_own_name_is_not_an_external_package() -> None:
+    own = rec(
+        "pkg/mod.py",
+        "python",
+        [sym("arg"), sym("main")],
+        [ImportRecord(module="pkg.mod", names=("arg",), local_names=("argument",), line=1)],
+        [ref("argument", scope="main")],
+    )
+    assert graph([own], "pkg/mod.py") == {
+        ("sym:pkg/mod.py:main", "sym:pkg/mod.py:arg", "CALLS"): ("import", 1.0),
+    }
+
+
 def test_self_calls_inherited_methods_and_extends_across_files() -> None:
     base = rec("base.py", "python", [sym("Base", "CLASS"), sym("Base.save", "METHOD")])
     model = rec(
@@ -122,13 +135,33 @@ def test_self_calls_inherited_methods_and_extends_across_files() -> None:
     }
 
 
-def test_name_match_is_marked_and_ambiguous_names_draw_nothing() -> None:
-    caller = rec("c.py", "python", [sym("f")], refs=[ref("run", qualifier="obj", scope="f")])
-    one = rec("x.py", "python", [sym("run")])
+def test_name_match_is_marked_kind_aware_and_ambiguous_names_draw_nothing() -> None:
+    caller = rec(
+        "c.py",
+        "python",
+        [sym("f")],
+        refs=[
+            ref("run", qualifier="obj", scope="f"),  # a method of some receiver
+            ref("stop", scope="f"),  # a bare call: never a method
+            ref("append", qualifier="items", scope="f"),  # the language's own
+        ],
+    )
+    one = rec(
+        "x.py",
+        "python",
+        [
+            sym("Runner", "CLASS"),
+            sym("Runner.run", "METHOD"),
+            sym("Runner.stop", "METHOD"),
+            sym("Runner.append", "METHOD"),
+        ],
+    )
     assert graph([caller, one], "c.py") == {
-        ("sym:c.py:f", "sym:x.py:run", "CALLS"): ("name_match", 1.0),
+        ("sym:c.py:f", "sym:x.py:Runner.run", "CALLS"): ("name_match", 1.0),
     }
-    many = [rec(f"m{i}.py", "python", [sym("run")]) for i in range(4)]
+    many = [
+        rec(f"m{i}.py", "python", [sym("K", "CLASS"), sym("K.run", "METHOD")]) for i in range(4)
+    ]
     assert graph([caller, *many], "c.py") == {}
 
 
