@@ -5,9 +5,11 @@ Pure and total: `parse_file` never raises. Whatever went wrong is named in `prob
 "extract_failed:<Exc>") beside whatever could still be extracted, so a consumer can
 record the file and move on.
 
-Cost: one parse per file and a walk over statement levels only. Measured against a bare
-`Parser.parse` over the same bytes: 1.5x on site-packages' 3,800 .py files (53 MB) and
-1.6x on npm's 1,150 .js files (7.6 MB).
+Languages: Python, JavaScript, TypeScript and TSX, Go, Java and Rust (one module each,
+plus its reference query), and the configuration files that steer import resolution
+(go.mod, tsconfig/jsconfig, Cargo.toml). Cost, with references: about 2.6-3.3x a bare
+`Parser.parse` of the same bytes (site-packages .py 2.7x, npm .js 2.6x, zod .ts 3.0x,
+cargo registry .rs 3.3x), measured file by file in CPU time.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 import structlog
 from tree_sitter import Node
 
-from processors.parsing import javascript, python, summary
+from processors.parsing import go, java, javascript, python, rust, summary
 from processors.parsing.config import CONFIG_FILES, ConfigError, config_language, parse_config
 from processors.parsing.tree import FileFacts, count_errors, parser
 from stores.records import (
@@ -46,12 +48,18 @@ _EXTENSIONS = {
     ".mts": "typescript",
     ".cts": "typescript",
     ".tsx": "tsx",
+    ".go": "go",
+    ".java": "java",
+    ".rs": "rust",
 }
 _EXTRACTORS: dict[str, tuple[Callable[[Node, FileFacts], None], tuple[bytes, ...]]] = {
     "python": (python.extract, python.COMMENT_MARKS),
     "javascript": (javascript.extract, javascript.COMMENT_MARKS),
     "typescript": (javascript.extract, javascript.COMMENT_MARKS),
     "tsx": (javascript.extract, javascript.COMMENT_MARKS),
+    "go": (go.extract, go.COMMENT_MARKS),
+    "java": (java.extract, java.COMMENT_MARKS),
+    "rust": (rust.extract, rust.COMMENT_MARKS),
 }
 CONFIG_LANGUAGES = frozenset(CONFIG_FILES.values())
 _BOM = b"\xef\xbb\xbf"

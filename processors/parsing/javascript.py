@@ -1,4 +1,5 @@
-"""JavaScript, TypeScript and TSX symbols from a tree-sitter tree (imports: javascript_imports).
+"""JavaScript, TypeScript and TSX symbols from a tree-sitter tree (imports:
+javascript_imports, references: javascript_refs).
 
 One walk over statement lists and class/interface bodies; expressions are entered only
 for the bodies of functions bound at the top of a scope. Functions and classes are found
@@ -6,13 +7,23 @@ in every scope (nested ones get the enclosing symbol as parent); variables only 
 level of the module or of a namespace, since `let`/`const` in a block are block-scoped.
 An anonymous `export default function` or class is named "default", the name an importer
 uses. A declaration whose value is a bare `require(...)` is an import, not a variable.
+
+A symbol is exported when it is declared with `export` (or `export default`) or named in
+an `export { ... }` list of the module; a class or interface member is exported with its
+class; what is declared inside a function or a block is not.
+
+The reference query runs first (javascript_refs.capture): the declarations it finds let the
+walk pass by the function bodies and blocks that declare nothing, most of them.
 """
 
 from __future__ import annotations
 
+import bisect
+
 from tree_sitter import Node
 
 from processors.parsing import javascript_imports as imports
+from processors.parsing import javascript_refs
 from processors.parsing.tree import DOC_CHARS, SIGNATURE_CHARS, FileFacts, collapse
 from stores.records import SymbolKind
 
@@ -23,24 +34,9 @@ COMMENT_MARKS = (b"//", b"/*")
 _TOP, _BLOCK, _MEMBERS, _FUNCTION = "top", "block", "members", "function"
 
 _TRANSPARENT = frozenset(
-    {
-        "statement_block",
-        "if_statement",
-        "else_clause",
-        "try_statement",
-        "catch_clause",
-        "finally_clause",
-        "for_statement",
-        "for_in_statement",
-        "while_statement",
-        "do_statement",
-        "labeled_statement",
-        "switch_statement",
-        "switch_body",
-        "switch_case",
-        "switch_default",
-        "ERROR",
-    }
+    "statement_block if_statement else_clause try_statement catch_clause finally_clause "
+    "for_statement for_in_statement while_statement do_statement labeled_statement "
+    "switch_statement switch_body switch_case switch_default ERROR".split()
 )
 # What a declaration declares, and how the walk goes on into its body, if it does.
 _DECLARES: dict[str, tuple[SymbolKind, str]] = {
@@ -75,31 +71,42 @@ Level = tuple[Node, str | None, str]
 
 
 def extract(root: Node, facts: FileFacts) -> None:
-    """Add the file's functions, classes, methods, types, variables and imports to `facts`."""
-    walk = _Walk(facts, [(root, None, _TOP)])
+    """Add the file's functions, classes, methods, types, variables, imports and references
+    to `facts`."""
+    captures = javascript_refs.capture(root)
+    declarations = sorted(node.start_byte for node in captures.get("declaration", ()))
+    walk = _Walk(facts, imports.export_names(root, facts), declarations)
+    walk.stack.append((root, None, _TOP))
     while walk.stack:
         walk.level(*walk.stack.pop())
-    imports.calls(root, facts)
+    javascript_refs.references(captures, facts)
 
 
 class _Walk:
     """The walk over one file: levels still to visit and the facts found so far."""
 
-    __slots__ = ("facts", "stack")
+    __slots__ = ("declarations", "export_list", "exported", "facts", "stack")
 
-    def __init__(self, facts: FileFacts, stack: list[Level]) -> None:
+    def __init__(
+        self, facts: FileFacts, export_list: frozenset[str], declarations: list[int]
+    ) -> None:
         self.facts = facts
-        self.stack = stack
+        self.stack: list[Level] = []
+        self.export_list = export_list  # names of `export { ... }` lists
+        self.declarations = declarations  # start bytes of every declaration, in order
+        self.exported: set[str] = set()  # qualnames of the exported classes and interfaces
 
     def level(self, node: Node, parent: str | None, scope: str) -> None:
         """The children of a statement list or a class body, with their leading comments."""
         comments: list[Node] = []
         lead: Node | None = None  # the first decorator of the member that follows
-        previous_end = -1
+        previous: Node | None = None
         for child in node.children:
             kind = child.type
             if kind == "comment":
-                if lead is None and child.start_point.row != previous_end:
+                if lead is None and (
+                    previous is None or child.start_point.row != previous.end_point.row
+                ):
                     comments.append(child)  # not a trailing comment of the line above
                 continue
             if kind == "decorator":
@@ -112,12 +119,15 @@ class _Walk:
                 self.member(child, first, parent, doc)
             else:
                 self.statement(child, parent, scope, doc)
-            comments, lead, previous_end = [], None, child.end_point.row
+            if comments:
+                comments = []
+            lead, previous = None, child
 
     def statement(self, node: Node, parent: str | None, scope: str, doc: str | None) -> None:
         kind = node.type
         if kind in _TRANSPARENT:
-            self.stack.append((node, parent, _BLOCK if scope is _TOP else scope))
+            if self.declares(node):  # a block declares nothing else we record
+                self.stack.append((node, parent, _BLOCK if scope is _TOP else scope))
         elif kind == "import_statement":
             imports.import_statement(node, self.facts)
         elif kind == "export_statement":
@@ -163,9 +173,9 @@ class _Walk:
         name_node = node.child_by_field_name("name")
         name = _name(name_node, self.facts) if name_node is not None else "default"
         body = node.child_by_field_name("body")
-        self.define(
-            name, declares, outer, outer, body, _header(outer, body, self.facts), parent, doc
-        )
+        header = _header(outer, body, self.facts)
+        heritage = javascript_refs.heritage(node, self.facts)
+        self.define(name, declares, outer, outer, body, header, parent, doc, scope, heritage)
 
     def variables(self, node: Node, outer: Node, parent: str | None, doc: str | None) -> None:
         facts = self.facts
@@ -183,14 +193,15 @@ class _Walk:
             if value is not None and value.type in _VALUES and name_node.type == "identifier":
                 body = value.child_by_field_name("body")
                 signature = _header(declarator, body, facts, keyword)
-                name = facts.text(name_node)
+                name, declares = facts.text(name_node), _VALUES[value.type]
+                heritage = javascript_refs.heritage(value, facts)
                 self.define(
-                    name, _VALUES[value.type], outer, declarator, body, signature, parent, doc
+                    name, declares, outer, declarator, body, signature, parent, doc, _TOP, heritage
                 )
                 continue
             signature = _header(declarator, None, facts, keyword)
             for name in _pattern_names(name_node, facts):
-                self.define(name, _VARIABLE, outer, declarator, None, signature, parent, doc)
+                self.define(name, _VARIABLE, outer, declarator, None, signature, parent, doc, _TOP)
 
     def member(self, node: Node, first: Node, parent: str | None, doc: str | None) -> None:
         """A member of a class or interface body: methods, and fields holding functions."""
@@ -210,7 +221,7 @@ class _Walk:
             return
         if name_node is not None:
             name, signature = _name(name_node, self.facts), _header(node, body, self.facts)
-            self.define(name, _METHOD, first, node, body, signature, parent, doc)
+            self.define(name, _METHOD, first, node, body, signature, parent, doc, _MEMBERS)
 
     def define(
         self,
@@ -222,14 +233,42 @@ class _Walk:
         signature: str,
         parent: str | None,
         doc: str | None,
+        scope: str,
+        heritage: tuple[tuple[str, ...], tuple[str, ...]] = ((), ()),
     ) -> None:
         """Record a symbol and, if it has a body of statements or members, walk into it."""
         kind, inner = declares
+        if scope is _MEMBERS:
+            exported = parent in self.exported
+        else:  # `first` is the declaration as written: `export ...`, `declare ...`
+            exported = scope is _TOP and (
+                first.type == "export_statement" or (parent is None and name in self.export_list)
+            )
         qualname = self.facts.symbol(
-            name, kind, first=first, last=last, signature=signature, parent=parent, doc=doc
+            name,
+            kind,
+            first=first,
+            last=last,
+            signature=signature,
+            parent=parent,
+            doc=doc,
+            bases=heritage[0],
+            implements=heritage[1],
+            exported=exported,
         )
+        if not name:
+            return
+        if exported and inner is _MEMBERS:
+            self.exported.add(qualname or name)
         if inner and body is not None and body.type in _BODIES:
-            self.stack.append((body, qualname, inner))
+            if inner is not _FUNCTION or self.declares(body):
+                self.stack.append((body, qualname, inner))
+
+    def declares(self, node: Node) -> bool:
+        """Whether a declaration starts inside `node`: a function body or a block without
+        one holds no symbol, and the walk (a third of the extraction time) passes it by."""
+        at = bisect.bisect_left(self.declarations, node.start_byte)
+        return at < len(self.declarations) and self.declarations[at] < node.end_byte
 
 
 def _name(node: Node, facts: FileFacts) -> str:

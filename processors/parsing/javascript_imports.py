@@ -1,44 +1,50 @@
-"""Imports of JavaScript, TypeScript and TSX files.
+"""Imports of JavaScript, TypeScript and TSX files, and the names a module exports by list.
 
-Names are the exported names a file takes from the module, not its local bindings,
-so that they can be matched against the other file's symbols:
+Names are the exported names a file takes from the module, so that they can be matched
+against the other file's symbols; `local_names` are the bindings they get when any differs,
+and `alias` the binding of the module itself:
 
-    import React, {a, b as c} from "m"   -> ("default", "a", "b")
-    import * as ns from "m"              -> ("*",)
+    import React, {a, b as c} from "m"   -> ("default", "a", "b"), local ("React", "a", "c")
+    import * as ns from "m"              -> ("*",), alias "ns"
     import "m"                           -> ()
-    export {a, b as c} from "m"          -> ("a", "b")
+    export {a, b as c} from "m"          -> ("a", "b")      (a re-export binds nothing)
     export * from "m", export * as n ... -> ("*",)
-    const {a, b: c} = require("m")       -> ("a", "b")
-    const m = require("m"), import("m")  -> ()
-    import fs = require("fs")            -> ()   (TypeScript)
+    const {a, b: c} = require("m")       -> ("a", "b"), local ("a", "c")
+    const m = require("m"), import("m")  -> (), alias "m" for the first
+    import fs = require("fs")            -> (), alias "fs"  (TypeScript)
 
-`require(...)` and `import(...)` may sit in any expression. Rather than walk every
-expression (or run a query over the whole tree, which measured at a quarter of the parse
-time on npm's sources), a regex finds where the text mentions them and tree-sitter is
-asked for the node at each place, which drops those in comments and strings.
+`require(...)` and `import(...)` may sit in any expression: the reference query finds
+them (javascript_refs) and hands each to `call`.
 """
 
 from __future__ import annotations
-
-import re
 
 from tree_sitter import Node
 
 from processors.parsing.tree import FileFacts
 
-_MENTIONS_CALL = re.compile(rb"\b(require|import)\s*\(")
-
 
 def import_statement(node: Node, facts: FileFacts) -> None:
     source = node.child_by_field_name("source")
     names: list[str] = []
+    local_names: list[str] = []
+    alias: str | None = None
     for child in node.named_children:
         if child.type == "import_clause":
-            names.extend(_clause_names(child, facts))
+            alias = _clause(child, facts, names, local_names)
         elif child.type == "import_require_clause":
             source = child.child_by_field_name("source")
+            bound = _first_named(child)
+            if bound is not None and bound.type == "identifier":
+                alias = facts.text(bound)
     if source is not None:
-        facts.import_(_unquote(facts.text(source)), tuple(names), node)
+        facts.import_(
+            _unquote(facts.text(source)),
+            tuple(names),
+            node,
+            alias=alias,
+            local_names=tuple(local_names),
+        )
 
 
 def export_from(node: Node, source: Node, facts: FileFacts) -> None:
@@ -55,24 +61,34 @@ def export_from(node: Node, source: Node, facts: FileFacts) -> None:
     facts.import_(_unquote(facts.text(source)), tuple(names), node)
 
 
-def calls(root: Node, facts: FileFacts) -> None:
-    """`require("m")` and `import("m")` with a string literal, anywhere in the file."""
-    for mention in _MENTIONS_CALL.finditer(facts.content):
-        start, end = mention.span(1)
-        word = root.descendant_for_byte_range(start, end)
-        if word is None or word.start_byte != start or word.end_byte != end:
-            continue  # part of a longer name
-        call = word.parent
-        if word.type == "import" and call is not None and call.type == "import":
-            word, call = call, call.parent  # the keyword token inside the `import` node
-        expected = "identifier" if mention.group(1) == b"require" else "import"
-        if word.type != expected or call is None or call.type != "call_expression":
-            continue  # in a comment or string, or a property `x.require(...)`
-        arguments = call.child_by_field_name("arguments")
-        source = _first_named(arguments)
-        if source is None or source.type != "string" or source.start_byte < word.end_byte:
+def export_names(root: Node, facts: FileFacts) -> frozenset[str]:
+    """Local names the module exports by name: `export { a, b as c }`, `export default a`."""
+    names: set[str] = set()
+    for child in root.children:
+        if child.type != "export_statement" or child.child_by_field_name("source") is not None:
             continue
-        facts.import_(_unquote(facts.text(source)), _destructured(call, facts), call)
+        value = child.child_by_field_name("value")
+        if value is not None and value.type == "identifier":
+            names.add(facts.text(value))
+        for clause in child.named_children:
+            if clause.type == "export_clause":
+                for spec in clause.named_children:
+                    name = spec.child_by_field_name("name")
+                    if spec.type == "export_specifier" and name is not None:
+                        names.add(facts.text(name))
+    return frozenset(names)
+
+
+def call(function: Node, facts: FileFacts) -> None:
+    """`require("m")` or `import("m")` with a string literal; `function` is the callee."""
+    call = function.parent
+    if call is None or call.type != "call_expression":
+        return
+    source = _first_named(call.child_by_field_name("arguments"))
+    if source is None or source.type != "string":
+        return
+    names, local_names, alias = _bindings(call, facts)
+    facts.import_(_unquote(facts.text(source)), names, call, alias=alias, local_names=local_names)
 
 
 def is_require(node: Node | None, facts: FileFacts) -> bool:
@@ -83,44 +99,63 @@ def is_require(node: Node | None, facts: FileFacts) -> bool:
     return function is not None and facts.text(function) == "require"
 
 
-def _clause_names(clause: Node, facts: FileFacts) -> list[str]:
-    names: list[str] = []
+def _clause(clause: Node, facts: FileFacts, names: list[str], local_names: list[str]) -> str | None:
+    """Add the names of `import a, {b as c}` to the lists; returns `* as ns`'s `ns`."""
+    alias: str | None = None
     for part in clause.named_children:
         if part.type == "identifier":
             names.append("default")
+            local_names.append(facts.text(part))
         elif part.type == "namespace_import":
             names.append("*")
+            local_names.append("*")
+            bound = _first_named(part)
+            alias = facts.text(bound) if bound is not None else None
         elif part.type == "named_imports":
             for spec in part.named_children:
                 name = spec.child_by_field_name("name")
                 if spec.type == "import_specifier" and name is not None:
+                    local = spec.child_by_field_name("alias") or name
                     names.append(_unquote(facts.text(name)))
-    return names
+                    local_names.append(facts.text(local))
+    return alias
 
 
-def _destructured(call: Node, facts: FileFacts) -> tuple[str, ...]:
-    """The property names of `const {a, b: c} = require("m")` (also through `await`)."""
+def _bindings(call: Node, facts: FileFacts) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
+    """What `const m = require("m")` binds (alias "m"), or the property names and local
+    names of `const {a, b: c} = require("m")` (also through `await import(...)`)."""
     holder = call.parent
     if holder is not None and holder.type == "await_expression":
         holder = holder.parent
     if holder is None or holder.type != "variable_declarator":
-        return ()
+        return (), (), None
     pattern = holder.child_by_field_name("name")
-    if pattern is None or pattern.type != "object_pattern":
-        return ()
+    if pattern is None:
+        return (), (), None
+    if pattern.type == "identifier":
+        return (), (), facts.text(pattern)
+    if pattern.type != "object_pattern":
+        return (), (), None
     names: list[str] = []
+    local_names: list[str] = []
     for part in pattern.named_children:
         if part.type == "shorthand_property_identifier_pattern":
             names.append(facts.text(part))
+            local_names.append(names[-1])
         elif part.type == "pair_pattern":
-            key = part.child_by_field_name("key")
+            key, value = part.child_by_field_name("key"), part.child_by_field_name("value")
             if key is not None:
                 names.append(_unquote(facts.text(key)))
+                if value is not None and value.type == "assignment_pattern":  # {b: c = 1}
+                    value = value.child_by_field_name("left")
+                bound = value if value is not None and value.type == "identifier" else key
+                local_names.append(facts.text(bound))
         elif part.type == "object_assignment_pattern":  # {a = 1}
             left = part.child_by_field_name("left")
             if left is not None:
                 names.append(facts.text(left))
-    return tuple(names)
+                local_names.append(names[-1])
+    return tuple(names), tuple(local_names), None
 
 
 def _first_named(node: Node | None) -> Node | None:

@@ -1,4 +1,4 @@
-"""Python symbols and imports from a tree-sitter tree.
+"""Python symbols and imports from a tree-sitter tree (references: python_refs).
 
 One walk over the statement levels only (module, class and function bodies and the
 blocks of compound statements); expressions are never entered, which is what keeps
@@ -9,11 +9,13 @@ level is a module-level function, and an assignment there a module-level variabl
 
 from __future__ import annotations
 
+import bisect
 import inspect
 import re
 
 from tree_sitter import Node
 
+from processors.parsing import python_refs
 from processors.parsing.tree import DOC_CHARS, FileFacts
 from stores.records import SymbolKind
 
@@ -50,10 +52,19 @@ _DOC_SCAN_BYTES = 32 * DOC_CHARS
 
 
 def extract(root: Node, facts: FileFacts) -> None:
-    """Add the module's classes, functions, methods, variables and imports to `facts`."""
+    """Add the module's classes, functions, methods, variables, imports and references
+    to `facts`."""
+    captures = python_refs.capture(root)
+    # Where definitions and imports start: a function body (or a block in one) holding
+    # none is passed by, and most hold none.
+    starts = sorted(node.start_byte for node in captures.get("declaration", ()))
     stack: list[tuple[Node, str | None, str]] = [(root, None, _MODULE)]
     while stack:
         node, parent, scope = stack.pop()
+        if scope is _FUNCTION:
+            at = bisect.bisect_left(starts, node.start_byte)
+            if at == len(starts) or starts[at] >= node.end_byte:
+                continue
         for child in node.children:
             kind = child.type
             if kind in _TRANSPARENT:
@@ -70,6 +81,17 @@ def extract(root: Node, facts: FileFacts) -> None:
                 _assignment(child, facts)
             elif scope is _MODULE and kind == "type_alias_statement":
                 _type_alias(child, facts)
+    python_refs.references(captures, facts, _module_names(facts))
+
+
+def _module_names(facts: FileFacts) -> frozenset[str]:
+    """Names bound at module level: definitions, assignments and imports."""
+    names = {symbol.name for symbol in facts.symbols() if symbol.parent is None}
+    for record in facts.imports():
+        if record.alias:
+            names.add(record.alias)
+        names.update(local for local, _ in record.bindings() if local != "*")
+    return frozenset(names)
 
 
 def _definition(
@@ -80,8 +102,10 @@ def _definition(
     body = node.child_by_field_name("body")
     name = facts.text(name_node) if name_node is not None else ""
     kind: SymbolKind
+    bases: tuple[str, ...] = ()
     if node.type == "class_definition":
         kind, inner = "CLASS", _CLASS
+        bases = _bases(node.child_by_field_name("superclasses"), facts)
     else:
         kind, inner = ("METHOD" if scope is _CLASS else "FUNCTION"), _FUNCTION
     qualname = facts.symbol(
@@ -92,8 +116,31 @@ def _definition(
         signature=facts.header(node, node.start_byte, _header_end(node)),
         parent=parent,
         doc=_docstring(body, facts) if body is not None else None,
+        bases=bases,
+        exported=_exported(name),
     )
     return (body if body is not None else node, qualname, inner)
+
+
+def _bases(superclasses: Node | None, facts: FileFacts) -> tuple[str, ...]:
+    """Superclasses as written, `Generic[T]` as `Generic`; keyword arguments (metaclass=)
+    and what is no dotted name (a call, `*bases`) are not bases."""
+    if superclasses is None:
+        return ()
+    bases: list[str] = []
+    for argument in superclasses.named_children:
+        if argument.type == "subscript":
+            argument = argument.child_by_field_name("value") or argument
+        if argument.type == "identifier" or argument.type == "attribute":
+            dotted = _dotted(argument, facts)
+            if all(part.isidentifier() for part in dotted.split(".")):
+                bases.append(dotted)
+    return tuple(bases)
+
+
+def _exported(name: str) -> bool:
+    """Python's convention: a leading underscore is private, a dunder is not."""
+    return not name.startswith("_") or (name.startswith("__") and name.endswith("__"))
 
 
 def _header_end(definition: Node) -> int:
@@ -131,34 +178,45 @@ def _first_named(node: Node) -> Node | None:
 
 
 def _import(node: Node, kind: str, facts: FileFacts) -> None:
+    """`import a.b` binds `a`, `import a.b as c` binds `c` (the alias); `from m import
+    x as y` takes `x` and binds `y` (its local name)."""
     if kind == "import_statement":
         for item in node.children_by_field_name("name"):
-            dotted = item.child_by_field_name("name") if item.type == "aliased_import" else item
+            if item.type == "aliased_import":
+                dotted, alias = item.child_by_field_name("name"), item.child_by_field_name("alias")
+            else:
+                dotted, alias = item, None
             if dotted is not None:
-                facts.import_(_dotted(dotted, facts), (), node)
+                module = _dotted(dotted, facts)
+                bound = facts.text(alias) if alias is not None else module.split(".", 1)[0]
+                facts.import_(module, (), node, alias=bound)
         return
-    names = tuple(
-        _dotted(item.child_by_field_name("name") or item, facts)
-        for item in node.children_by_field_name("name")
-    )
+    names: list[str] = []
+    local_names: list[str] = []
+    for item in node.children_by_field_name("name"):
+        name = _dotted(item.child_by_field_name("name") or item, facts)
+        alias = item.child_by_field_name("alias") if item.type == "aliased_import" else None
+        names.append(name)
+        local_names.append(facts.text(alias) if alias is not None else name)
     if any(child.type == "wildcard_import" for child in node.children):
-        names = (*names, "*")
+        names.append("*")
+        local_names.append("*")
     if kind == "future_import_statement":
-        facts.import_("__future__", names, node)
+        facts.import_("__future__", tuple(names), node)
         return
     source = node.child_by_field_name("module_name")
     if source is None:
         return
-    if source.type != "relative_import":
-        facts.import_(_dotted(source, facts), names, node)
-        return
     level, module = 0, ""
-    for part in source.children:
-        if part.type == "import_prefix":
-            level = part.end_byte - part.start_byte
-        elif part.type == "dotted_name":
-            module = _dotted(part, facts)
-    facts.import_(module, names, node, level)
+    if source.type != "relative_import":
+        module = _dotted(source, facts)
+    else:
+        for part in source.children:
+            if part.type == "import_prefix":
+                level = part.end_byte - part.start_byte
+            elif part.type == "dotted_name":
+                module = _dotted(part, facts)
+    facts.import_(module, tuple(names), node, level, local_names=tuple(local_names))
 
 
 def _dotted(node: Node, facts: FileFacts) -> str:
@@ -174,7 +232,13 @@ def _assignment(statement: Node, facts: FileFacts) -> None:
     while assignment is not None and assignment.type == "assignment":  # a = b = 1
         for name in _targets(assignment.child_by_field_name("left"), facts):
             facts.symbol(
-                name, "VARIABLE", first=statement, last=statement, signature=signature, parent=None
+                name,
+                "VARIABLE",
+                first=statement,
+                last=statement,
+                signature=signature,
+                parent=None,
+                exported=_exported(name),
             )
         assignment = assignment.child_by_field_name("right")
 
@@ -203,4 +267,5 @@ def _type_alias(statement: Node, facts: FileFacts) -> None:
         last=statement,
         signature=facts.header(statement, statement.start_byte, statement.end_byte),
         parent=None,
+        exported=_exported(name),
     )

@@ -1,4 +1,4 @@
-"""Python files: exact symbols and imports from small sources."""
+"""Python files: exact symbols, imports and references from small sources."""
 
 from __future__ import annotations
 
@@ -13,7 +13,14 @@ def parse(source: str) -> ParseResult:
 
 
 def symbol(
-    qualname: str, kind: SymbolKind, lines: tuple[int, int], signature: str, doc: str | None = None
+    qualname: str,
+    kind: SymbolKind,
+    lines: tuple[int, int],
+    signature: str,
+    doc: str | None = None,
+    *,
+    bases: tuple[str, ...] = (),
+    exported: bool = True,
 ) -> SymbolRecord:
     parent, _, name = qualname.rpartition(".")
     return SymbolRecord(
@@ -25,11 +32,23 @@ def symbol(
         signature=signature,
         parent=parent or None,
         doc=doc,
+        bases=bases,
+        exported=exported,
     )
 
 
-def imported(module: str, names: tuple[str, ...], line: int, level: int = 0) -> ImportRecord:
-    return ImportRecord(module=module, names=names, level=level, line=line)
+def imported(
+    module: str,
+    names: tuple[str, ...],
+    line: int,
+    level: int = 0,
+    *,
+    alias: str | None = None,
+    local_names: tuple[str, ...] = (),
+) -> ImportRecord:
+    return ImportRecord(
+        module=module, names=names, level=level, line=line, alias=alias, local_names=local_names
+    )
 
 
 def test_classes_methods_and_nested_functions_with_their_parents() -> None:
@@ -54,7 +73,7 @@ def test_classes_methods_and_nested_functions_with_their_parents() -> None:
     )
     assert result.language == "python"
     assert result.symbols == (
-        symbol("Outer", "CLASS", (1, 12), "class Outer(Base, metaclass=Meta)"),
+        symbol("Outer", "CLASS", (1, 12), "class Outer(Base, metaclass=Meta)", bases=("Base",)),
         symbol("Outer.Inner", "CLASS", (2, 4), "class Inner"),
         symbol("Outer.Inner.method", "METHOD", (3, 4), "def method(self, x: int) -> int"),
         symbol("Outer.prop", "METHOD", (6, 7), "def prop(self)"),
@@ -88,7 +107,7 @@ def test_definitions_under_compound_statements_keep_their_scope() -> None:
         symbol("Fallback.new", "METHOD", (6, 6), "def new(self)"),
         symbol("json", "VARIABLE", (10, 10), "json = None"),
     )
-    assert result.imports == (imported("ujson", (), 8),)
+    assert result.imports == (imported("ujson", (), 8, alias="json"),)
 
 
 def test_docstrings_are_cleaned_and_capped() -> None:
@@ -184,14 +203,14 @@ def test_imports_of_every_form_in_source_order() -> None:
     )
     assert result.imports == (
         imported("__future__", ("annotations",), 1),
-        imported("os", (), 2),
-        imported("a.b", (), 3),
-        imported("d", (), 3),
-        imported("a.b", ("x", "y"), 4),
+        imported("os", (), 2, alias="os"),
+        imported("a.b", (), 3, alias="c"),
+        imported("d", (), 3, alias="d"),
+        imported("a.b", ("x", "y"), 4, local_names=("x", "z")),
         imported("", ("sibling",), 5, level=1),
         imported("pkg.mod", ("*",), 6, level=2),
-        imported("rel", ("one", "two"), 7, level=1),
-        imported("json", (), 13),
+        imported("rel", ("one", "two"), 7, level=1, local_names=("one", "deux")),
+        imported("json", (), 13, alias="json"),
         imported("yaml", ("safe_load",), 15),
     )
 
@@ -226,3 +245,123 @@ def test_long_signatures_are_capped_with_an_ellipsis() -> None:
     assert len(only.signature) == 200
     assert only.signature.startswith("def wide(p0: int = 0, p1: int = 1")
     assert only.signature.endswith("…")
+
+
+def references(result: ParseResult) -> list[tuple[str, str, str | None, int, int, str | None]]:
+    return [(r.kind, r.name, r.qualifier, r.line, r.column, r.scope) for r in result.references]
+
+
+def test_references_are_calls_types_and_reads_of_module_level_names() -> None:
+    result = parse(
+        """
+        import os.path
+        import numpy as np
+        from app import models
+        from .util import helper as assist, LIMIT
+
+        TIMEOUT = 3
+
+
+        @register
+        @app.route("/x")
+        class Service(models.Model, Generic[T], metaclass=Meta):
+            def run(self, user: models.User, items: list["Later"]) -> dict[str, np.ndarray]:
+                data: Optional[Config] = assist(user, TIMEOUT)
+                self.save(os.path.join(data), f().g(), items[0].h())
+                return np.pi, settings.DEBUG, LIMIT, len(items)
+
+            def _hide(self, TIMEOUT):
+                self.value = TIMEOUT
+                try:
+                    import json
+                except (ValueError, errors.Bad):
+                    return [LIMIT for LIMIT in range(3)]
+
+
+        def tune():
+            global TIMEOUT
+            TIMEOUT = 5
+            return TIMEOUT
+        """
+    )
+    assert references(result) == [
+        ("call", "register", None, 9, 1, "Service"),
+        ("call", "route", "app", 10, 5, "Service"),
+        ("type", "Model", "models", 11, 21, "Service"),
+        ("type", "Generic", None, 11, 28, "Service"),
+        ("type", "T", None, 11, 36, "Service"),
+        ("type", "User", "models", 12, 31, "Service.run"),
+        ("type", "list", None, 12, 44, "Service.run"),
+        ("type", "dict", None, 12, 62, "Service.run"),
+        ("type", "str", None, 12, 67, "Service.run"),
+        ("type", "ndarray", "np", 12, 75, "Service.run"),
+        ("type", "Optional", None, 13, 14, "Service.run"),
+        ("type", "Config", None, 13, 23, "Service.run"),
+        ("call", "assist", None, 13, 33, "Service.run"),
+        ("use", "TIMEOUT", None, 13, 46, "Service.run"),
+        ("call", "save", "self", 14, 13, "Service.run"),
+        ("use", "path", "os", 14, 21, "Service.run"),
+        ("call", "join", "os.path", 14, 26, "Service.run"),
+        ("call", "f", None, 14, 38, "Service.run"),
+        ("call", "g", "<expr>", 14, 42, "Service.run"),
+        ("call", "h", "<expr>", 14, 56, "Service.run"),
+        ("use", "pi", "np", 15, 18, "Service.run"),
+        ("use", "DEBUG", "settings", 15, 31, "Service.run"),
+        ("use", "LIMIT", None, 15, 38, "Service.run"),
+        ("call", "len", None, 15, 45, "Service.run"),
+        # TIMEOUT is a parameter of _hide, LIMIT the comprehension's own, json a local import
+        ("type", "ValueError", None, 21, 16, "Service._hide"),
+        ("type", "Bad", "errors", 21, 35, "Service._hide"),
+        ("call", "range", None, 22, 39, "Service._hide"),
+        ("use", "TIMEOUT", None, 28, 11, "tune"),  # declared global, so not a local
+    ]
+    assert result.imports == (
+        imported("os.path", (), 1, alias="os"),
+        imported("numpy", (), 2, alias="np"),
+        imported("app", ("models",), 3),
+        imported("util", ("helper", "LIMIT"), 4, level=1, local_names=("assist", "LIMIT")),
+        imported("json", (), 20, alias="json"),
+    )
+
+
+def test_module_level_code_references_with_no_scope_or_the_variable_it_defines() -> None:
+    result = parse(
+        """
+        from conf import settings
+        if settings.DEBUG:
+            setup(settings)
+        handler = make(settings)
+        type Alias[K] = dict[K, Config]
+        def first[T](items: list[T]) -> T: ...
+        """
+    )
+    assert references(result) == [
+        ("use", "DEBUG", "settings", 2, 12, None),
+        ("call", "setup", None, 3, 4, None),
+        ("use", "settings", None, 3, 10, None),
+        ("call", "make", None, 4, 10, "handler"),
+        ("use", "settings", None, 4, 15, "handler"),
+        # type parameters are local names, not references
+        ("type", "dict", None, 5, 16, "Alias"),
+        ("type", "Config", None, 5, 24, "Alias"),
+        ("type", "list", None, 6, 20, "first"),
+    ]
+
+
+def test_bases_as_written_and_exported_by_the_underscore_convention() -> None:
+    result = parse(
+        """
+        class A(Base, models.Model, Generic[T], metaclass=Meta, *mixins): ...
+        class _Hidden(namedtuple("P", "x")):
+            def __init__(self): ...
+            def _helper(self): ...
+        _cache = {}
+        """
+    )
+    assert [(s.qualname, s.bases, s.exported) for s in result.symbols] == [
+        ("A", ("Base", "models.Model", "Generic"), True),
+        ("_Hidden", (), False),
+        ("_Hidden.__init__", (), True),
+        ("_Hidden._helper", (), False),
+        ("_cache", (), False),
+    ]

@@ -79,7 +79,7 @@ def test_javascript_syntax_errors_are_counted_and_recovered_symbols_kept() -> No
 def test_invalid_utf8_is_reported_and_still_parsed() -> None:
     result = parse_file("latin1.py", b'import os\nNAME = "caf\xe9"\n')
     assert result.problems == ("invalid_utf8",)
-    assert result.imports == (ImportRecord(module="os", line=1),)
+    assert result.imports == (ImportRecord(module="os", line=1, alias="os"),)
     assert result.symbols == (
         SymbolRecord(
             name="NAME",
@@ -95,7 +95,7 @@ def test_invalid_utf8_is_reported_and_still_parsed() -> None:
 def test_a_byte_order_mark_is_not_a_syntax_error() -> None:
     result = parse_file("bom.py", b"\xef\xbb\xbfimport os\n")
     assert (result.parse_errors, result.problems) == (0, ())
-    assert result.imports == (ImportRecord(module="os", line=1),)
+    assert result.imports == (ImportRecord(module="os", line=1, alias="os"),)
 
 
 def test_minified_files_are_flagged_and_still_parsed() -> None:
