@@ -1,0 +1,298 @@
+"""The code graph on real code bases (sympy, django from their wheels), in process.
+
+    python -m tests.bench.graph_build [--corpus sympy|django|both] [--edits 200]
+
+No broker: the events a full scan would send are built first (untimed), then fed to a
+`RepoIndex` as the worker feeds them. Per corpus:
+
+a. raw parse: `tree.parser(language).parse(bytes)` over every file whose language we
+   parse (configuration files aside): the physical limit;
+b. full build: a fresh RepoIndex handles a FileChanged(origin="scan") per file, then
+   ScanCompleted. Broken down: `parse_file` (timed through the index's injectable
+   parser), the barrier (the ScanCompleted handle, where the scan's files resolve),
+   the rest (per-file structure, folders, delta diffs, state), and of the whole, the
+   time in Python's cyclic garbage collector. Target: within 3x of (a);
+c. incremental: ``--edits`` single-file watch edits planned by `graph_edits` (seeded),
+   each `RepoIndex.handle` timed; p50/p95/max per kind. Target: p95 under 50 ms.
+   Afterwards a fresh build of the final contents must hold the same nodes and edges;
+d. memory: RSS growth over the timed build, and tracemalloc current/peak over that
+   fresh build (the events built before tracing starts); counts of nodes and edges.
+
+Each corpus runs in a fresh interpreter. The machine may be shared: wall times come
+with CPU times (this process) and the load average at the start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import multiprocessing
+import os
+import time
+import tracemalloc
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+from deploy.cli import GC_THRESHOLDS
+from deploy.logging_setup import configure_logging
+from processors.indexer import RepoIndex
+from processors.parsing import CONFIG_LANGUAGES, language_for
+from processors.parsing.tree import parser
+from stores.repo_state import RepoState
+from tests.bench import harness
+from tests.bench.graph_edits import timed_edits
+from tests.bench.harness import progress
+from tests.bench.package_tree import (
+    CORPORA,
+    GcMeter,
+    PackageTree,
+    TimedParser,
+    package_tree,
+    scan_events,
+)
+from tests.factories import Stamp
+
+NAME = "graph_build"
+SEED = 20240101
+CONFIDENCES = ("import", "same_file", "same_folder", "name_match", "structural")
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def raw_parse(tree: PackageTree) -> dict[str, Any]:
+    languages = {p: language_for(p) for p in tree.files}
+    files = [
+        (lang, data)
+        for path, data in sorted(tree.files.items())
+        if (lang := languages[path]) is not None and lang not in CONFIG_LANGUAGES
+    ]
+    started, cpu = time.perf_counter(), time.process_time()
+    for lang, data in files:
+        parser(lang).parse(data)
+    seconds, cpu_s = time.perf_counter() - started, time.process_time() - cpu
+    return {
+        "files": len(files),
+        "mb": sum(len(d) for _, d in files) / 1e6,
+        "s": seconds,
+        "cpu_s": cpu_s,
+    }
+
+
+def full_build(tree: PackageTree) -> tuple[RepoIndex, Stamp, dict[str, Any]]:
+    stamp = Stamp(repo=tree.name)
+    events = scan_events(tree.files, stamp)
+    timed = TimedParser()
+    index = RepoIndex(tree.name, parse=timed)
+    gc.collect()
+    rss_before = rss_mb()
+    with GcMeter() as collector:
+        started, cpu = time.perf_counter(), time.process_time()
+        for event in events[:-1]:
+            index.handle(event, 0.0)
+        barrier_at = time.perf_counter()
+        index.handle(events[-1], 0.0)
+        ended, cpu_s = time.perf_counter(), time.process_time() - cpu
+    del events
+    gc.collect()
+    total = ended - started
+    return (
+        index,
+        stamp,
+        {
+            "s": total,
+            "cpu_s": cpu_s,
+            "files_per_s": len(tree.files) / total,
+            "mb_per_s": tree.bytes / 1e6 / total,
+            "parse_file_s": timed.seconds,
+            "parse_file_calls": timed.calls,
+            "barrier_s": ended - barrier_at,
+            "rest_s": total - timed.seconds - (ended - barrier_at),
+            "gc_s": collector.seconds,
+            "gc_collections": collector.collections,
+            "rss_growth_mb": rss_mb() - rss_before,
+        },
+    )
+
+
+def traced_build_and_compare(files: dict[str, bytes], built: RepoState) -> dict[str, Any]:
+    """A fresh build of ``files`` under tracemalloc; is it the incremental graph?"""
+    stamp = Stamp(repo=built.repo)
+    events = scan_events(files, stamp)
+    index = RepoIndex(built.repo)
+    gc.collect()
+    tracemalloc.start()
+    for event in events:
+        index.handle(event, 0.0)
+    del events
+    gc.collect()
+    current, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    fresh = index.state
+    node_diff = sorted(set(fresh.nodes) ^ set(built.nodes))
+    node_diff += sorted(
+        i for i in fresh.nodes.keys() & built.nodes.keys() if fresh.nodes[i] != built.nodes[i]
+    )
+    edge_only_fresh = sorted(set(fresh.edges) - set(built.edges))
+    edge_only_built = sorted(set(built.edges) - set(fresh.edges))
+    edge_changed = sorted(
+        k for k in fresh.edges.keys() & built.edges.keys() if fresh.edges[k] != built.edges[k]
+    )
+    return {
+        "tracemalloc_current_mb": current / 1e6,
+        "tracemalloc_peak_mb": peak / 1e6,
+        "equal": not (node_diff or edge_only_fresh or edge_only_built or edge_changed),
+        "nodes_differing": len(node_diff),
+        "edges_only_in_fresh": len(edge_only_fresh),
+        "edges_only_in_incremental": len(edge_only_built),
+        "edges_differing": len(edge_changed),
+        "examples": {
+            "nodes": node_diff[:10],
+            "only_in_fresh": edge_only_fresh[:10],
+            "only_in_incremental": edge_only_built[:10],
+            "differing": [(k, fresh.edges[k], built.edges[k]) for k in edge_changed[:10]],
+        },
+    }
+
+
+def graph_counts(state: RepoState) -> dict[str, Any]:
+    by_kind_confidence = Counter((e.kind, e.confidence) for e in state.edges.values())
+    return {
+        "nodes": len(state.nodes),
+        "edges": len(state.edges),
+        "nodes_by_kind": dict(sorted(Counter(n.kind for n in state.nodes.values()).items())),
+        "edges_by_kind": dict(sorted(Counter(e.kind for e in state.edges.values()).items())),
+        "edges_by_confidence": dict(
+            sorted(Counter(e.confidence for e in state.edges.values()).items())
+        ),
+        "edges_by_kind_and_confidence": {
+            f"{k}/{c}": n for (k, c), n in sorted(by_kind_confidence.items())
+        },
+    }
+
+
+def isolated(name: str, edits: int) -> dict[str, Any]:
+    """`bench_corpus` in a fresh interpreter: RSS and the collector's work are its own."""
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        return pool.submit(bench_corpus, name, edits).result()
+
+
+def bench_corpus(name: str, edits: int) -> dict[str, Any]:
+    configure_logging("warning")
+    gc.set_threshold(*GC_THRESHOLDS)  # as every gazetteer process sets it
+    tree = package_tree(name)
+    load = os.getloadavg()[0]
+    progress(f"{name} {tree.version}: {len(tree.files)} files, {tree.bytes / 1e6:.1f} MB")
+    progress(f"load average {load:.2f} on {os.cpu_count()} CPUs (other work skews wall times)")
+    raw = raw_parse(tree)
+    progress(f"raw parse: {raw['files']} files in {raw['s']:.2f} s")
+    index, stamp, build = full_build(tree)
+    build["x_raw_parse"] = build["s"] / raw["s"]
+    build["x_raw_parse_cpu"] = build["cpu_s"] / raw["cpu_s"]
+    progress(f"full build: {build['s']:.2f} s ({build['x_raw_parse']:.1f}x raw parse)")
+    counts = graph_counts(index.state)
+    inc, final = timed_edits(tree.files, index, stamp, edits, SEED)
+    progress(f"incremental: {edits} edits, p95 {inc['summary']['all']['p95_ms']:.1f} ms")
+    check = traced_build_and_compare(final, index.state)
+    progress(f"fresh build of the final contents equal to the incremental graph: {check['equal']}")
+    return {
+        "corpus": {
+            "name": name,
+            "version": tree.version,
+            "files": len(tree.files),
+            "py_files": len(tree.py_files),
+            "mb": tree.bytes / 1e6,
+        },
+        "load_average": [load, os.getloadavg()[0]],
+        "raw_parse": raw,
+        "build": build,
+        "counts": counts,
+        "incremental": inc,
+        "fresh_check": check,
+    }
+
+
+Column = tuple[str, Callable[[dict[str, Any]], object]]
+BUILD_COLUMNS: tuple[Column, ...] = (
+    ("files", lambda r: r["corpus"]["files"]),
+    ("MB", lambda r: round(r["corpus"]["mb"], 1)),
+    ("raw parse s", lambda r: r["raw_parse"]["s"]),
+    ("build s", lambda r: r["build"]["s"]),
+    ("files/s", lambda r: round(r["build"]["files_per_s"])),
+    ("MB/s", lambda r: r["build"]["mb_per_s"]),
+    ("build / raw parse", lambda r: f"{r['build']['x_raw_parse']:.1f}x"),
+    ("build CPU s", lambda r: r["build"]["cpu_s"]),
+    ("CPU: build / raw", lambda r: f"{r['build']['x_raw_parse_cpu']:.1f}x"),
+    ("parse_file s", lambda r: r["build"]["parse_file_s"]),
+    ("barrier s", lambda r: r["build"]["barrier_s"]),
+    ("rest s", lambda r: r["build"]["rest_s"]),
+    ("of which gc s", lambda r: r["build"]["gc_s"]),
+)
+EDIT_COLUMNS: tuple[Column, ...] = (
+    ("kind", lambda s: s["kind"]),
+    ("n", lambda s: s["n"]),
+    ("p50 ms", lambda s: s["p50_ms"]),
+    ("p95 ms", lambda s: s["p95_ms"]),
+    ("max ms", lambda s: s["max_ms"]),
+    ("p95 CPU ms", lambda s: s["p95_cpu_ms"]),
+    ("max gc ms", lambda s: s["max_gc_ms"]),
+    ("mean edges changed", lambda s: round(s["mean_edges_changed"])),
+    ("max files re-edged", lambda s: s["max_files_with_edge_changes"]),
+)
+MEMORY_COLUMNS: tuple[Column, ...] = (
+    ("RSS growth MB", lambda r: r["build"]["rss_growth_mb"]),
+    ("tracemalloc current MB", lambda r: r["fresh_check"]["tracemalloc_current_mb"]),
+    ("tracemalloc peak MB", lambda r: r["fresh_check"]["tracemalloc_peak_mb"]),
+    ("nodes", lambda r: r["counts"]["nodes"]),
+    ("edges", lambda r: r["counts"]["edges"]),
+    ("incremental = fresh", lambda r: "yes" if r["fresh_check"]["equal"] else "NO"),
+    *((c, lambda r, c=c: r["counts"]["edges_by_confidence"].get(c, 0)) for c in CONFIDENCES),
+)
+
+
+def table(columns: tuple[Column, ...], rows: list[tuple[str, dict[str, Any]]]) -> str:
+    header = ["corpus", *(name for name, _ in columns)]
+    return harness.markdown_table(
+        header, [[label, *(f(r) for _, f in columns)] for label, r in rows]
+    )
+
+
+def report(results: dict[str, dict[str, Any]]) -> str:
+    labelled = [(f"{name} {r['corpus']['version']}", r) for name, r in results.items()]
+    edits = [
+        (label, {"kind": kind, **s})
+        for label, r in labelled
+        for kind, s in r["incremental"]["summary"].items()
+    ]
+    return "\n\n".join(
+        [
+            "Full build (a fresh RepoIndex over a full scan's events):",
+            table(BUILD_COLUMNS, labelled),
+            "Incremental single-file edits (one RepoIndex.handle each):",
+            table(EDIT_COLUMNS, edits),
+            "The built graph: memory, size, edges by confidence:",
+            table(MEMORY_COLUMNS, labelled),
+        ]
+    )
+
+
+def main() -> None:
+    cli = argparse.ArgumentParser(prog=f"python -m tests.bench.{NAME}", description=__doc__)
+    cli.add_argument("--corpus", choices=(*CORPORA, "both"), default="both")
+    cli.add_argument("--edits", type=int, default=200)
+    args = cli.parse_args()
+    configure_logging("warning")
+    names = CORPORA if args.corpus == "both" else (args.corpus,)
+    results = {name: isolated(name, args.edits) for name in names}
+    print(report(results))
+    payload = {"benchmark": NAME, "machine": harness.machine(), "seed": SEED, "results": results}
+    progress(f"wrote {harness.write_json(NAME, payload)}")
+
+
+if __name__ == "__main__":
+    main()
