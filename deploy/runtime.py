@@ -24,7 +24,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from deploy import tansu_quirks
 from deploy.settings import Settings
 from deploy.topics_admin import ensure_topics
-from processors.app import WorkerConfig, create_app
+from processors.app import MAX_DELTA_BYTES, WorkerConfig, create_app
 from producers.kafka_sink import KafkaSink
 from producers.session import SourceOptions, describe_repository, run_source
 from query.api import create_api
@@ -34,7 +34,7 @@ from stores.delta_log import KafkaDeltaLog
 
 log = structlog.get_logger(__name__)
 
-TOPIC_CONFIG = {"retention.ms": "-1", "max.message.bytes": str(16 * 1024 * 1024)}
+TOPIC_CONFIG = {"retention.ms": "-1", "max.message.bytes": str(MAX_DELTA_BYTES)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,10 @@ from stores.deltas import GraphDelta, encode_delta
 log = structlog.get_logger(__name__)
 
 
+MAX_DELTA_BYTES = 128 * 1024 * 1024
+"""The largest graph delta the worker may publish (the topics accept as much)."""
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerConfig:
     app_id: str
@@ -83,6 +87,9 @@ def create_app(
         broker_heartbeat_interval=config.heartbeat_interval_s,
         broker_commit_interval=config.commit_interval_s,
         producer_acks=-1,
+        # A scan's barrier delta carries the edges of every file the scan resolved at
+        # once: 5.5 MB for django, tens of MB for sympy.
+        producer_max_request_size=MAX_DELTA_BYTES,
     )
     if pipeline is None:
         pipeline = IndexingPipeline(deps["delta_log"], FaustDeltaSink(app, config.topics))

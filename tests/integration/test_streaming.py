@@ -15,6 +15,8 @@ from aiokafka import AIOKafkaProducer
 from producers.events import FileChanged, content_hash
 from producers.kafka_sink import KafkaSink
 from producers.source import Draft, Source
+from stores.delta_log import KafkaDeltaLog
+from stores.deltas import encode_delta
 from tests.gitrepo import GitRepo
 from tests.integration.stack import Stack, eventually, open_stack, stack_settings
 
@@ -211,3 +213,28 @@ async def test_restarted_query_service_rebuilds_the_same_answers(
     assert stack.model.repos[rid].state.fingerprint() == fingerprint
     for b, a in zip(before, after, strict=True):
         assert json.dumps(a, sort_keys=True, indent=1) == json.dumps(b, sort_keys=True, indent=1)
+
+
+async def test_a_scan_whose_barrier_delta_is_megabytes_is_indexed(
+    stack: Stack, tmp_path: Path
+) -> None:
+    # A scan resolves all its files at its barrier: that one delta carries every edge.
+    files = {
+        f"pkg/m{i}.py": f"from pkg.m{(i + 1) % 300} import f0\n"
+        + "".join(f"def f{j}():\n    return f0() + f{(j + 1) % 40}()\n" for j in range(40))
+        for i in range(300)
+    }
+    repo = GitRepo.create(tmp_path / "big", files)
+    await stack.start_sources([repo.root])
+    body = await fresh_repo(stack, commit=repo.head(), timeout=120)
+    assert body["files"] == 300 and body["edges"] > 40_000
+    log = KafkaDeltaLog(
+        stack.cluster.bootstrap, stack.settings.topics.graph_deltas, stack.cluster.end_offsets
+    )
+    barrier = [
+        d
+        for p in range(stack.settings.partitions)
+        for d in await log.read_partition(p)
+        if d.barrier == "scan_completed"
+    ]
+    assert len(encode_delta(barrier[0])) > 1_048_576, "not past the default 1 MB limit"
