@@ -37,7 +37,8 @@ _METHODS = frozenset(
 _OPEN_MEMBERS = frozenset({"interface_body", "annotation_type_body"})  # implicitly public
 _ANNOTATIONS = frozenset({"marker_annotation", "annotation"})
 _TYPE_ARGUMENTS = re.compile(r"<[^<>]*>")
-_DOC_SCAN_BYTES = 4 * DOC_CHARS  # ` * ` prefixes and indentation
+_JAVADOC_MARGIN = re.compile(r"\n[ \t]*\*?[ \t]*")
+_DOC_SCAN_BYTES = 4 * DOC_CHARS  # ` * ` margins and indentation
 
 
 def extract(root: Node, facts: FileFacts) -> None:
@@ -190,7 +191,7 @@ def _type_names(node: Node | None, facts: FileFacts) -> tuple[str, ...]:
         return ()
     names = []
     for child in node.named_children:
-        if child.type != "comment" and not child.type.endswith("_comment"):
+        if not child.type.endswith("comment"):
             text = "".join(facts.text(child).split())
             while "<" in text:
                 stripped = _TYPE_ARGUMENTS.sub("", text)
@@ -228,17 +229,8 @@ def _import(node: Node, facts: FileFacts) -> None:
 
 
 def _javadoc(comment: Node, facts: FileFacts) -> str | None:
-    end = min(comment.end_byte, comment.start_byte + _DOC_SCAN_BYTES)
-    text = facts.content[comment.start_byte : end].decode("utf-8", "replace")
-    lines: list[str] = []
-    size = 0
-    for line in text[3:].removesuffix("*/").splitlines():
-        stripped = line.strip()
-        if stripped.startswith("*"):
-            stripped = stripped[1:].strip()
-        lines.append(stripped)
-        size += len(stripped) + 1
-        if size > DOC_CHARS:
-            break
-    doc = "\n".join(lines).strip()
+    """The text of a `/** */` comment without its markers and leading `*`s, capped."""
+    end = min(comment.end_byte - 2, comment.start_byte + _DOC_SCAN_BYTES)
+    text = facts.content[comment.start_byte + 3 : end].decode("utf-8", "replace")
+    doc = _JAVADOC_MARGIN.sub("\n", text).strip()
     return doc[:DOC_CHARS].strip() or None

@@ -8,16 +8,19 @@ rather than by asking each node for its parent or fields:
     new T(), new a.b.T<>()              -> call T, call T "a.b"
     T x, List<a.b.T>, (T) e, throws T   -> type T, type List, type T "a.b", ...
     @Inject, @javax.inject.Inject       -> type Inject, type Inject "javax.inject"
-    Type.FIELD (an identifier's field)  -> use FIELD "Type"
+    Type.FIELD (not called)             -> use FIELD "Type"
 
-Annotations are type references: `@Inject` ties a class to the annotation type as much as
-a field type does. Primitive types are not type identifiers and never references; nor are
-`var` and type parameters inside their declaration.
+`Type.FIELD` is a use only when `Type` is a capitalized identifier, a type by Java's naming
+convention: `local.field` and `array.length` would flood the references with reads the
+resolver could never place. Annotations are type references: `@Inject` ties a class to
+the annotation type as much as a field type does. Primitive types, `var` and type
+parameters inside their declaration are never references.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from operator import itemgetter
 
@@ -88,7 +91,9 @@ def references(root: Node, facts: FileFacts) -> None:
         sorted(get("use", _NONE), key=_start),
         strict=False,
     ):  # `a.b` with an identifier `a` cannot nest: the n-th object goes with the n-th field
-        add((node.start_byte, _text(node, content), "use", node, _text(object_, content)))
+        type_name = _text(object_, content)
+        if type_name[:1].isupper():  # `Type.FIELD`, not `local.field` nor `array.length`
+            add((node.start_byte, _text(node, content), "use", node, type_name))
 
     if len(found) > MAX_REFERENCES:
         found.sort(key=itemgetter(0))
@@ -123,16 +128,16 @@ def _types(
             owner = owner.parent if owner is not None else None
         if owner is not None:
             scopes.setdefault(_text(node, content), []).append((owner.start_byte, owner.end_byte))
-    at, count = 0, len(spans)
-    for node in sorted(names, key=_start):
+    starts = [span[0] for span in spans]
+    for node in names:
         start, end = node.start_byte, node.end_byte
-        while at < count and spans[at][1] <= start:
-            at += 1
         qualifier = None
-        if at < count and spans[at][0] <= start:
-            if end != spans[at][1]:
-                continue  # a qualifying part
-            qualifier = spans[at][2]
+        if starts:
+            at = bisect_right(starts, start) - 1
+            if at >= 0 and start < spans[at][1]:
+                if end != spans[at][1]:
+                    continue  # a qualifying part
+                qualifier = spans[at][2]
         name = content[start:end].decode("utf-8", "replace")
         if name == "var":
             continue

@@ -229,7 +229,7 @@ def test_qualified_annotations_chained_objects_and_nested_generics() -> None:
         """
         class A extends Base<Map<String, List<B>>> {
             @javax.inject.Inject Outer.Inner<C> field;
-            void m() { a.b.c.d(); a.b.c.e.f = 1; java.util.Objects.hash(x); }
+            void m() { a.b.c.d(); a.b.c.e.f = Config.DEBUG; java.util.Objects.hash(x.y); }
         }
         """
     )
@@ -243,10 +243,9 @@ def test_qualified_annotations_chained_objects_and_nested_generics() -> None:
         ("type", "Inject", "javax.inject"),
         ("type", "Inner", "Outer"),
         ("type", "C", None),
-        ("use", "b", "a"),
+        # `a.b`, `java.util` and `x.y` read fields of variables (or packages): not uses.
         ("call", "d", "a.b.c"),
-        ("use", "b", "a"),
-        ("use", "util", "java"),
+        ("use", "DEBUG", "Config"),
         ("call", "hash", "java.util.Objects"),
     ]
 
