@@ -44,10 +44,22 @@ class Sig:
     implements: tuple[str, ...]
 
 
-def role_name(sym: SymbolRecord) -> str:
-    """``member:run`` for a method (reached through a receiver), ``top:run`` otherwise:
-    a bare call never means a method, and ``x.run()`` never a module-level function."""
-    return f"{'member' if sym.kind == 'METHOD' else 'top'}:{sym.name}"
+def role_names(record: FileRecord) -> list[tuple[str, SymbolRecord]]:
+    """Each symbol's name with its role: ``member:run`` for a method (reached through a
+    receiver), ``local:run`` for a function or variable inside a function (never
+    reachable from another file), ``top:run`` otherwise. A bare call never means a
+    method, and ``x.run()`` never a module-level function."""
+    kinds = {s.qualname: s.kind for s in record.symbols}
+    named = []
+    for sym in record.symbols:
+        if sym.kind == "METHOD":
+            role = "member"
+        elif kinds.get(sym.parent or "") in ("FUNCTION", "METHOD"):
+            role = "local"
+        else:
+            role = "top"
+        named.append((f"{role}:{sym.name}", sym))
+    return named
 
 
 def signatures(record: FileRecord) -> tuple[Sig, ...]:
@@ -131,7 +143,7 @@ class RepoFacts:
         for record in (old, new):
             if record is None:
                 continue
-            keys.update(("n", role_name(s)) for s in record.symbols)
+            keys.update(("n", name) for name, _ in role_names(record))
             keys.update(("q", f"{path}#{s.qualname}") for s in record.symbols)
             if record.package:
                 keys.add(("p", record.package))
@@ -149,8 +161,8 @@ class RepoFacts:
         self.by_qualname[path] = by_qualname
         self.folders.setdefault(folder_of(path), set()).add(path)
         self._listings.pop(folder_of(path), None)
-        for sym in record.symbols:
-            self.by_name.setdefault(role_name(sym), set()).add((path, sym.qualname))
+        for name, sym in role_names(record):
+            self.by_name.setdefault(name, set()).add((path, sym.qualname))
         if record.package and record.language == "java":
             self.packages.setdefault(record.package, set()).add(path)
         if record.language in CONFIG_LANGUAGES:
@@ -162,8 +174,8 @@ class RepoFacts:
         self.by_qualname.pop(path, None)
         _discard(self.folders, folder_of(path), path)
         self._listings.pop(folder_of(path), None)
-        for sym in record.symbols:
-            _discard(self.by_name, role_name(sym), (path, sym.qualname))
+        for name, sym in role_names(record):
+            _discard(self.by_name, name, (path, sym.qualname))
         if record.package:
             _discard(self.packages, record.package, path)
         if record.language in CONFIG_LANGUAGES:
