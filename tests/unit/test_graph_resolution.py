@@ -159,6 +159,9 @@ def test_name_match_is_marked_kind_aware_and_ambiguous_names_draw_nothing() -> N
     assert graph([caller, one], "c.py") == {
         ("sym:c.py:f", "sym:x.py:Runner.run", "CALLS"): ("name_match", 1.0),
     }
+    # A function nested in another is local to it: never a match from another file.
+    nested = rec("n.py", "python", [sym("outer"), sym("outer.stop", line=2)])
+    assert graph([caller, nested], "c.py") == {}
     many = [
         rec(f"m{i}.py", "python", [sym("K", "CLASS"), sym("K.run", "METHOD")]) for i in range(4)
     ]
