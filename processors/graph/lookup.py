@@ -12,7 +12,8 @@ the folder holds; ("q", "path#qualname") the signature of one symbol, if defined
 (fine-grained on purpose: adding a method to a hub file re-resolves only the files
 that looked that very name up); ("i", path) the imports;
 ("n", name) who defines a name; ("p", package) the files declaring a package;
-("c", kind) the configuration files of a kind and their aliases.
+("c", kind) the configuration files of a kind and their aliases; ("y", stem) the file a
+Python module at that path stem is (one question instead of a probe per suffix).
 """
 
 from __future__ import annotations
@@ -62,6 +63,22 @@ def role_names(record: FileRecord) -> list[tuple[str, SymbolRecord]]:
     return named
 
 
+_PY_FORMS = (("/__init__.py", 1), ("/__init__.pyi", 3), (".py", 0), (".pyi", 2))
+
+
+def python_stems(path: str) -> list[tuple[str, int]]:
+    """The module path stems a file answers for, each with its rank (lower wins):
+    ``a/b.py`` is stem ``a/b``; ``a/__init__.py`` is stem ``a`` (and ``a/__init__``)."""
+    found = []
+    for suffix, rank in _PY_FORMS:
+        whole = suffix.lstrip("/")
+        if path == whole:
+            found.append(("", rank))
+        elif path.endswith(suffix):
+            found.append((path[: -len(suffix)], rank))
+    return found
+
+
 def signatures(record: FileRecord) -> tuple[Sig, ...]:
     return tuple(
         Sig(s.qualname, s.name, s.kind, s.parent, s.exported, s.bases, s.implements)
@@ -75,6 +92,7 @@ class RepoFacts:
         self.sigs: dict[str, tuple[Sig, ...]] = {}
         self.by_qualname: dict[str, dict[str, Sig]] = {}
         self._listings: dict[str, tuple[str, ...]] = {}
+        self.py_stems: dict[str, dict[int, str]] = {}  # stem -> rank -> path
         self.folders: dict[str, set[str]] = {}
         self.by_name: dict[str, set[tuple[str, str]]] = {}  # "role:name" -> definitions
         self.packages: dict[str, set[str]] = {}
@@ -89,6 +107,10 @@ class RepoFacts:
 
     def symbol(self, path: str, qualname: str) -> Sig | None:
         return self.by_qualname.get(path, {}).get(qualname)
+
+    def python_file(self, stem: str) -> str | None:
+        ranks = self.py_stems.get(stem)
+        return ranks[min(ranks)] if ranks else None
 
     def listing(self, folder: str) -> tuple[str, ...]:
         """The files directly in a folder, sorted (cached until the folder changes)."""
@@ -119,6 +141,8 @@ class RepoFacts:
             return record.imports if record is not None else ()
         if kind == "n":
             return self.definers(arg)
+        if kind == "y":
+            return self.python_file(arg)
         if kind == "p":
             return tuple(sorted(self.packages.get(arg, ())))
         if kind == "c":
@@ -140,6 +164,7 @@ class RepoFacts:
 
     def _keys_touched(self, path: str, old: FileRecord | None, new: FileRecord | None) -> set[Key]:
         keys: set[Key] = {("f", path), ("d", folder_of(path)), ("i", path)}
+        keys.update(("y", stem) for stem, _ in python_stems(path))
         for record in (old, new):
             if record is None:
                 continue
@@ -161,6 +186,8 @@ class RepoFacts:
         self.by_qualname[path] = by_qualname
         self.folders.setdefault(folder_of(path), set()).add(path)
         self._listings.pop(folder_of(path), None)
+        for stem, rank in python_stems(path):
+            self.py_stems.setdefault(stem, {})[rank] = path
         for name, sym in role_names(record):
             self.by_name.setdefault(name, set()).add((path, sym.qualname))
         if record.package and record.language == "java":
@@ -174,6 +201,12 @@ class RepoFacts:
         self.by_qualname.pop(path, None)
         _discard(self.folders, folder_of(path), path)
         self._listings.pop(folder_of(path), None)
+        for stem, rank in python_stems(path):
+            ranks = self.py_stems.get(stem)
+            if ranks is not None:
+                ranks.pop(rank, None)
+                if not ranks:
+                    del self.py_stems[stem]
         for name, sym in role_names(record):
             _discard(self.by_name, name, (path, sym.qualname))
         if record.package:
@@ -218,6 +251,10 @@ class Lookup:
     def folder(self, path: str) -> tuple[str, ...]:
         self.keys.add(("d", path))
         return self._facts.listing(path)
+
+    def python_file(self, stem: str) -> str | None:
+        self.keys.add(("y", stem))
+        return self._facts.python_file(stem)
 
     def symbol(self, path: str, qualname: str) -> Sig | None:
         self.keys.add(("q", f"{path}#{qualname}"))

@@ -13,7 +13,6 @@ from processors.graph.lookup import Lookup
 from stores.records import ImportRecord
 
 PY_SOURCE_ROOTS = ("", "src/", "lib/")
-PY_SUFFIXES = (".py", "/__init__.py", ".pyi", "/__init__.pyi")
 JS_EXTENSIONS = (".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs")
 JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
 RUST_ROOT_FILES = ("lib.rs", "main.rs", "mod.rs")
@@ -60,9 +59,8 @@ def python_stems(importer: str, imp: ImportRecord) -> tuple[str, ...]:
 
 def python_module(stems: tuple[str, ...], lookup: Lookup, importer: str) -> Module:
     for stem in stems:
-        candidates = [f"{stem}{suffix}" if stem else suffix.lstrip("/") for suffix in PY_SUFFIXES]
         # The importer itself counts: a module may import its own names (sympy does).
-        hit = lookup.first_existing(candidates)
+        hit = lookup.python_file(stem)
         if hit is not None:
             return Module(files=(hit,), key=stem)
     return NOWHERE
