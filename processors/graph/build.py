@@ -20,7 +20,7 @@ import posixpath
 import re
 from collections import Counter
 
-from processors.graph.ids import external_id, file_id, symbol_id
+from processors.graph.ids import external_id, file_id, path_of, symbol_id
 from processors.graph.lookup import Lookup
 from processors.graph.resolver import RANK, BindingsCache, FileResolver, Target
 from stores.records import EdgeRecord, FileRecord, NodeRecord
@@ -206,13 +206,9 @@ def _imports(
         referenced = [f for f in files if into[f]]
         for f in files:
             imported.add(f)
-            if referenced:
-                if into[f]:
-                    weight = float(into[f])
-                else:
-                    continue
-            else:
-                weight = round(1.0 / len(files), 4)
+            if referenced and not into[f]:
+                continue  # a package import weighs what it is used for
+            weight = float(into[f]) if referenced else round(1.0 / len(files), 4)
             _set(
                 edges,
                 EdgeRecord(
@@ -252,9 +248,7 @@ def _tests(record: FileRecord, edges: dict[EdgeKey, EdgeRecord]) -> None:
             "REFERENCES",
         ):
             continue
-        path = edge.dst[5:] if edge.dst.startswith("file:") else None
-        if edge.dst.startswith("sym:"):
-            path = edge.dst[4:].split(":", 1)[0]
+        path = path_of(edge.dst)
         if path is None or path == record.path or is_test_path(path):
             continue
         tested[path] += 1

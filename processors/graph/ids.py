@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import posixpath
 
+from stores.repo_state import owner_path
+
 
 def file_id(path: str) -> str:
     return f"file:{path}"
@@ -23,12 +25,9 @@ def folder_id(path: str) -> str:
 
 
 def path_of(node_id: str) -> str | None:
-    """The file a file or symbol node belongs to."""
-    if node_id.startswith("file:"):
-        return node_id[5:]
-    if node_id.startswith("sym:"):
-        return node_id[4:].split(":", 1)[0]
-    return None
+    """The file a file or symbol node belongs to (None for folders and externals)."""
+    owner = owner_path(node_id)
+    return None if owner is None or owner.startswith("/") else owner
 
 
 def folder_of(path: str) -> str:
