@@ -19,9 +19,11 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import Counter
+from collections.abc import Set
 
+from processors.graph.answers import FileAnswers
 from processors.graph.ids import external_id, file_id, path_of, symbol_id
-from processors.graph.lookup import Lookup
+from processors.graph.lookup import Key, Lookup
 from processors.graph.resolver import RANK, BindingsCache, FileResolver, Target
 from stores.records import EdgeRecord, FileRecord, NodeRecord
 
@@ -40,21 +42,27 @@ def is_test_path(path: str) -> bool:
 
 
 def file_subgraph(
-    record: FileRecord, lookup: Lookup, cache: BindingsCache | None = None
-) -> tuple[dict[str, NodeRecord], dict[EdgeKey, EdgeRecord]]:
+    record: FileRecord,
+    lookup: Lookup,
+    cache: BindingsCache | None = None,
+    previous: FileAnswers | None = None,
+    dirty: Set[Key] = frozenset(),
+) -> tuple[dict[str, NodeRecord], dict[EdgeKey, EdgeRecord], FileAnswers | None]:
+    """The file's nodes and owned edges, and its answers (to reuse, with ``previous``
+    and the keys ``dirty`` since, at its next resolution: see answers.py)."""
     nodes = _nodes(record)
     edges: dict[EdgeKey, EdgeRecord] = {}
     _structure(record, edges)
     if record.language is None or record.skipped:
-        return nodes, edges
-    resolver = FileResolver(record, lookup, cache)
+        return nodes, edges, None
+    resolver = FileResolver(record, lookup, cache, previous, dirty)
     into: Counter[str] = Counter()  # structural references into other files
     _references(record, resolver, nodes, edges, into)
     _inheritance(record, resolver, edges, into)
     _imports(record, resolver, edges, into)
     if is_test_path(record.path):
         _tests(record, edges)
-    return nodes, edges
+    return nodes, edges, resolver.answers
 
 
 def file_structure(
@@ -98,13 +106,12 @@ def _add(edges: dict[EdgeKey, EdgeRecord], edge: EdgeRecord) -> None:
     if old is None:
         edges[edge.key] = edge
         return
-    confidence = min(old.confidence, edge.confidence, key=lambda c: RANK.get(c, -1))
     edges[edge.key] = EdgeRecord(
         src=edge.src,
         dst=edge.dst,
         kind=edge.kind,
         weight=old.weight + edge.weight,
-        confidence=confidence,
+        confidence=_stronger(old.confidence, edge.confidence),  # type: ignore[arg-type]
     )
 
 
@@ -141,21 +148,43 @@ def _references(
     edges: dict[EdgeKey, EdgeRecord],
     into: Counter[str],
 ) -> None:
-    for ref in record.references:
-        src = _source(record, ref.scope, nodes)
-        for target in resolver.resolve(ref):
+    """Reference edges, weighing how many references each stands for. References alike
+    in scope, qualifier, name and kind are resolved and counted once (a method calling
+    ``self.x()`` ten times is one question with a count of ten)."""
+    groups = Counter((r.scope, r.qualifier, r.name, r.kind) for r in record.references)
+    tally: dict[EdgeKey, tuple[float, str]] = {}
+    sources: dict[str | None, str] = {}
+    for (scope, qualifier, name, ref_kind), count in groups.items():
+        src = sources.get(scope)
+        if src is None:
+            src = sources[scope] = _source(record, scope, nodes)
+        for target in resolver.resolve_name(qualifier, name, scope):
             if target.node == src:
                 continue  # recursion is not a dependency
-            _add(
-                edges,
-                EdgeRecord(
-                    src=src,
-                    dst=target.node,
-                    kind=REFERENCE_EDGE[ref.kind],
-                    confidence=target.confidence,  # type: ignore[arg-type]
-                ),
+            key = (src, target.node, REFERENCE_EDGE[ref_kind])
+            old = tally.get(key)
+            tally[key] = (
+                (count, target.confidence)
+                if old is None
+                else (old[0] + count, _stronger(old[1], target.confidence))
             )
-            _count(record, target, into)
+            if target.path != record.path and target.confidence in STRUCTURAL:
+                into[target.path] += count
+    for (src, dst, kind), (weight, confidence) in tally.items():
+        _add(
+            edges,
+            EdgeRecord(
+                src=src,
+                dst=dst,
+                kind=kind,
+                weight=float(weight),
+                confidence=confidence,  # type: ignore[arg-type]
+            ),
+        )
+
+
+def _stronger(a: str, b: str) -> str:
+    return a if RANK.get(a, -1) <= RANK.get(b, -1) else b
 
 
 def _count(record: FileRecord, target: Target, into: Counter[str]) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from processors.graph.answers import FileAnswers
 from processors.graph.build import file_structure, file_subgraph
 from processors.graph.folders import FolderTree
 from processors.graph.lookup import Key, Lookup, RepoFacts
@@ -33,8 +34,11 @@ class IncrementalGraph:
         self._external_refs: dict[str, int] = {}  # external node -> edges into it
         self._asks_current = True
         self._pending: dict[str, set[Key]] = {}
+        self._answers: dict[str, FileAnswers] = {}  # file -> its last resolution's answers
+        self._pending_answers: dict[str, FileAnswers | None] = {}
         self._deferred: set[str] = set()  # files of a scan not resolved yet
         self._deferred_keys: set[Key] = set()  # keys their arrival changed
+        self._deferred_folders: set[str] = set()  # folders their arrival changed
 
     # -- computing a change -----------------------------------------------------------
 
@@ -68,22 +72,26 @@ class IncrementalGraph:
                 folders.update(self.folders.add(upserted.path))
         changed = set(removed) | ({upserted.path} if upserted is not None else set())
         if defer:
+            # Folders too wait for the barrier: a folder's edges list all its files, so
+            # laying it out per arriving file is quadratic in the folder's size.
             self._deferred_keys |= dirty
+            self._deferred_folders |= folders
             if upserted is not None:
                 self._deferred.add(upserted.path)
             return self._resolve(
-                state, set(), changed, folders, structure_only=changed - set(removed)
+                state, set(), changed, set(), structure_only=changed - set(removed)
             )
         dirty |= self._deferred_keys
+        folders |= self._deferred_folders
         affected = {p for key in dirty for p in self._askers.get(key, ())} | self._deferred
-        self._deferred, self._deferred_keys = set(), set()
+        self._deferred, self._deferred_keys, self._deferred_folders = set(), set(), set()
         if not self._asks_current:  # after a restore: resolve everything once
             affected |= set(self.facts.files)
             folders |= set(self.folders.under)
             self._asks_current = True
         if upserted is not None:
             affected.add(upserted.path)
-        return self._resolve(state, affected - set(removed), changed, folders)
+        return self._resolve(state, affected - set(removed), changed, folders, dirty=dirty)
 
     def _resolve(
         self,
@@ -92,23 +100,32 @@ class IncrementalGraph:
         changed: set[str],
         folders: set[str],
         structure_only: set[str] = frozenset(),  # type: ignore[assignment]
+        dirty: set[Key] = frozenset(),  # type: ignore[assignment]
     ) -> GraphChanges:
+        """Resolve ``affected`` (reusing the answers of unchanged files that asked no
+        key in ``dirty``), lay out ``structure_only`` and ``folders``, and diff."""
         new_nodes: dict[str, NodeRecord] = {}
         new_edges: dict[EdgeKey, EdgeRecord] = {}
-        self._pending = {}
+        self._pending, self._pending_answers = {}, {}
         cache: BindingsCache = {}  # the facts hold still for this pass
         for path in sorted(affected):
             lookup = Lookup(self.facts)
-            nodes, edges = file_subgraph(self.facts.files[path], lookup, cache)
+            previous = None if path in changed else self._answers.get(path)
+            nodes, edges, answers = file_subgraph(
+                self.facts.files[path], lookup, cache, previous, dirty
+            )
             new_nodes.update(nodes)
             new_edges.update(edges)
             self._pending[path] = lookup.keys
+            self._pending_answers[path] = answers
         for path in sorted(structure_only):
             nodes, edges = file_structure(self.facts.files[path])
             new_nodes.update(nodes)
             new_edges.update(edges)
+            self._pending_answers[path] = None
         for path in changed - set(self.facts.files):
             self._pending[path] = set()
+            self._pending_answers[path] = None
         for folder in sorted(folders):
             nodes, edges = self.folders.subgraph(folder)
             new_nodes.update(nodes)
@@ -126,7 +143,9 @@ class IncrementalGraph:
         old_nodes = {n.id: n for p in owners for n in state.owned_nodes(p)}
         old_edges = {e.key: e for p in owners for e in state.owned_edges(p)}
         edges_removed = sorted(k for k in old_edges if k not in new_edges)
-        edges_upserted = [e for k, e in sorted(new_edges.items()) if old_edges.get(k) != e]
+        edges_upserted = [
+            e for k, e in sorted(new_edges.items()) if not _same_edge(old_edges.get(k), e)
+        ]
         nodes_removed = sorted(i for i in old_nodes if i not in new_nodes)
         net: dict[str, int] = {}
         for key in edges_removed:
@@ -170,7 +189,8 @@ class IncrementalGraph:
     def commit(self) -> None:
         """Record the questions the files resolved by the last ``change`` asked."""
         for path, keys in self._pending.items():
-            for key in self._asked.pop(path, ()):
+            old = self._asked.pop(path, set())
+            for key in old - keys if old else ():
                 askers = self._askers.get(key)
                 if askers is not None:
                     askers.discard(path)
@@ -178,9 +198,14 @@ class IncrementalGraph:
                         del self._askers[key]
             if keys:
                 self._asked[path] = keys
-                for key in keys:
+                for key in keys - old if old else keys:
                     self._askers.setdefault(key, set()).add(path)
-        self._pending = {}
+        for path, answers in self._pending_answers.items():
+            if answers is None:
+                self._answers.pop(path, None)
+            else:
+                self._answers[path] = answers
+        self._pending, self._pending_answers = {}, {}
 
     def absorb(self, delta: GraphDelta) -> None:
         """Follow a delta published earlier (a restore): files and folders, not answers."""
@@ -193,3 +218,10 @@ class IncrementalGraph:
                 self.folders.add(record.path)
             self.facts.replace(record.path, record)
         self._asks_current = False  # the next change resolves every file once
+        self._answers = {}
+
+
+def _same_edge(old: EdgeRecord | None, new: EdgeRecord) -> bool:
+    """Equality of two edges of one key, without pydantic's field-by-field ``__eq__``
+    (a measured third of a hub deletion's diff)."""
+    return old is not None and old.weight == new.weight and old.confidence == new.confidence

@@ -12,12 +12,13 @@ then members), or a class of the file or package. Every answer carries its confi
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass
+from collections.abc import Callable, Set
 
 from processors.graph import modules as m
+from processors.graph.answers import Answer, FileAnswers, Question, Target, changed_names
 from processors.graph.bindings import Binding, Bindings, bindings
 from processors.graph.ids import symbol_id
-from processors.graph.lookup import Lookup, Sig
+from processors.graph.lookup import Key, Lookup, Sig
 from stores.records import FileRecord, ReferenceRecord
 
 SELF_NAMES = frozenset({"self", "this", "cls", "Self", "super"})
@@ -43,41 +44,99 @@ RANK = {"import": 0, "same_file": 1, "same_folder": 2, "name_match": 3}
 BindingsCache = dict[str, tuple[Bindings, set[tuple[str, str]]]]
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
-    node: str
-    path: str
-    confidence: str
-
-
 class FileResolver:
-    """Resolves the references of one file; every question goes through ``lookup``."""
+    """Resolves the references of one file; every question goes through ``lookup``.
+
+    ``previous``: the file's answers from its last resolution (its facts unchanged
+    since), and ``dirty`` the keys whose answers changed since: answers that asked none
+    of them are reused. ``answers`` holds this resolution's, for the next one.
+    """
 
     def __init__(
-        self, record: FileRecord, lookup: Lookup, cache: BindingsCache | None = None
+        self,
+        record: FileRecord,
+        lookup: Lookup,
+        cache: BindingsCache | None = None,
+        previous: FileAnswers | None = None,
+        dirty: Set[Key] = frozenset(),
     ) -> None:
         self.record = record
         self.path = record.path
         self.language = record.language
         self.lookup = lookup
         self.own = {s.qualname: s for s in reversed(record.symbols)}  # first definition wins
-        self.binds = bindings(self.path, self.language, record.imports, lookup)
+        if previous is not None and dirty.isdisjoint(previous.base):
+            self.binds, base = previous.binds, previous.base
+            lookup.keys.update(base)
+        else:
+            self.binds = bindings(self.path, self.language, record.imports, lookup)
+            base = frozenset(lookup.keys)
         self._cache: BindingsCache = cache if cache is not None else {}
+        self.answers = FileAnswers(self.binds, base)
+        self._reusable = previous.answers if previous is not None else {}
+        self._rebound = (
+            changed_names(previous.binds, self.binds) if previous is not None else frozenset()
+        )
+        self._dirty = dirty
+        self._names: set[str] = set()  # the bindings read by the question being answered
+
+    def _answer(self, question: Question, compute: Callable[[], list[Target]]) -> list[Target]:
+        """The question's targets: answered already in this pass, reused from the last
+        one, or computed with the keys it asks recorded apart; either way its keys are
+        added to the enclosing recording (the file's, or an outer question's)."""
+        answer = self.answers.answers.get(question)
+        if answer is None:
+            answer = self._reusable.get(question)
+            if (
+                answer is None
+                or not self._dirty.isdisjoint(answer.keys)
+                or not self._rebound.isdisjoint(answer.names)
+            ):
+                outer_keys, outer_names = self.lookup.keys, self._names
+                self.lookup.keys, self._names = set(), set()
+                try:
+                    targets = tuple(compute())
+                    answer = Answer(targets, tuple(self.lookup.keys), tuple(self._names))
+                finally:
+                    self.lookup.keys, self._names = outer_keys, outer_names
+            self.answers.answers[question] = answer
+        self.lookup.keys.update(answer.keys)
+        self._names.update(answer.names)
+        return list(answer.targets)
+
+    def _bound(self, name: str) -> Binding | None:
+        """What an import of this file binds ``name`` to (recorded: see answers.py)."""
+        self._names.add(name)
+        return self.binds.names.get(name)
 
     # -- entry points ---------------------------------------------------------------
 
     def resolve(self, ref: ReferenceRecord) -> list[Target]:
-        qualifier = ref.qualifier.replace("::", ".") if ref.qualifier else None
+        return self.resolve_name(ref.qualifier, ref.name, ref.scope)
+
+    def resolve_name(self, qualifier: str | None, name: str, scope: str | None) -> list[Target]:
+        """A reference to ``name`` reached through ``qualifier`` (as written) in ``scope``."""
+        return self._answer(
+            ("ref", qualifier, name, scope), lambda: self._resolve(qualifier, name, scope)
+        )
+
+    def _resolve(self, written: str | None, name: str, scope: str | None) -> list[Target]:
+        qualifier = written.replace("::", ".") if written else None
         if qualifier is None:
-            return self._bare(ref.name, ref.scope)
+            return self._bare(name, scope)
         if qualifier == "<expr>":
-            return self._name_match(ref.name, member=True)
+            return self._name_match(name, member=True)
         parts = qualifier.split(".")
-        found = self._qualified(parts, ref.name, ref.scope)
-        return found if found is not None else self._name_match(ref.name, member=True)
+        found = self._qualified(parts, name, scope)
+        return found if found is not None else self._name_match(name, member=True)
 
     def resolve_type_name(self, written: str, scope: str | None) -> list[Target]:
         """A base class or interface as written in a declaration: 'Base', 'a.b.Base'."""
+        return self._answer(
+            ("type", None, written, scope), lambda: self._resolve_type_name(written, scope)
+        )
+
+    def _resolve_type_name(self, written: str, scope: str | None) -> list[Target]:
         parts = written.replace("::", ".").split("<", 1)[0].split("[", 1)[0].split(".")
         if len(parts) == 1:
             return self._bare(parts[0], scope)
@@ -90,10 +149,11 @@ class FileResolver:
         local = self._in_scopes(name, scope)
         if local is not None:
             return [local]
-        binding = self.binds.names.get(name)
+        binding = self._bound(name)
         if binding is not None:
             found = self._through(binding, [], name, depth=0, bound=True)
             return [found] if found is not None else []
+        self._names.add("*")
         for found in (self._in_package(name), self._in_wildcards(self.binds, name, 0)):
             if found is not None:
                 return [found]
@@ -161,7 +221,7 @@ class FileResolver:
                 return None
             found = self._member_of_type(self.path, owner, [*rest, name], 0)
             return [found] if found is not None else None
-        binding = self.binds.names.get(head)
+        binding = self._bound(head)
         if binding is not None:
             found = self._through(binding, rest, name, depth=0, bound=False)
             return [found] if found is not None else []

@@ -54,7 +54,7 @@ def graph(records: list[FileRecord], path: str) -> dict[tuple[str, str, str], tu
     facts = RepoFacts()
     for record in records:
         facts.replace(record.path, record)
-    _, edges = file_subgraph(facts.files[path], Lookup(facts))
+    _, edges, _ = file_subgraph(facts.files[path], Lookup(facts))
     skip = {"CONTAINS", "DEFINED_BY", "SIBLING"}
     return {k: (e.confidence, e.weight) for k, e in edges.items() if k[2] not in skip}
 

@@ -130,14 +130,17 @@ def test_a_scan_resolves_its_files_at_the_barrier() -> None:
     index.handle(s.changed("b.py", "def g", origin="scan"), now=1.0)
     assert edges(index, ("IMPORTS",)) == set()  # not resolved yet
     assert ("file:a.py", "sym:a.py:f", "CONTAINS") in index.state.edges
+    assert "dir:" not in index.state.nodes  # folders are laid out at the barrier too
     delta = index.handle(s.scan_completed("c1"), now=1.0)
     assert delta is not None and delta.barrier == "scan_completed"
     assert edges(index, ("IMPORTS",)) == {("file:a.py", "file:b.py", "IMPORTS")}
+    assert ("dir:", "file:a.py", "CONTAINS") in index.state.edges
 
 
 def test_skipped_file_is_recorded_with_its_reason_and_no_symbols() -> None:
     index, s = new_index(), Stamp()
     index.handle(s.skipped("logo.png", "binary", size=2048), now=1.0)
+    index.handle(s.scan_completed("c1"), now=1.0)
     record = index.state.files["logo.png"]
     assert (record.skipped, record.size, record.symbols, record.content_hash) == (
         "binary",
