@@ -1,0 +1,1 @@
+"""Neighborhoods and importance: the file graph turned into clusters and rankings."""
