@@ -10,7 +10,9 @@ name, so that several deployments (or test runs) can share one cluster.
 - ``graph-deltas``: GraphDelta records of the processors, keyed by repository: the
   materialized state's log;
 - ``dead-letters``: events that could not be processed, with the reason, keyed by the
-  original key.
+  original key;
+- ``neighborhoods``: NeighborhoodSnapshot records of the reclusterer, keyed by
+  repository: each recluster's neighborhoods, file standings and changes.
 """
 
 from __future__ import annotations
@@ -46,6 +48,10 @@ class Topics:
     def dead_letters(self) -> str:
         return f"{self.namespace}.dead-letters.v1"
 
+    @property
+    def neighborhoods(self) -> str:
+        return f"{self.namespace}.neighborhoods.v1"
+
     def specs(self, partitions: int) -> tuple[TopicSpec, ...]:
         """Every topic of the pipeline.
 
@@ -53,7 +59,13 @@ class Topics:
         and its graph deltas land on the same partition number: the worker that owns a
         repository's input partition restores it from the same partition of the log.
         """
-        names = (self.file_events, self.sources, self.graph_deltas, self.dead_letters)
+        names = (
+            self.file_events,
+            self.sources,
+            self.graph_deltas,
+            self.dead_letters,
+            self.neighborhoods,
+        )
         return tuple(TopicSpec(name, partitions) for name in names)
 
 

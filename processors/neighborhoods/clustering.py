@@ -24,10 +24,13 @@ neighborhood id, id -> kind) in four steps:
    structure, so its folder (the path's parent directory, ``""`` at the root) decides. It
    joins the group holding the most files of that same folder (ties: the group whose first
    path sorts first); the edgeless files of a folder where no file has an edge form one
-   neighborhood of kind ``"folder"``. Leiden's groups are of kind ``"cluster"``. Why siblings
-   first: on mypy's own sources 6 of 7 folder groups were a lone, empty ``__init__.py``;
-   joining siblings adds no weight, so cohesion, strengths, entry points and the label's
-   common folder of the group they join do not change.
+   neighborhood of kind ``"folder"``, and one such file alone in its folder joins the
+   group holding most files under its nearest ancestor folder instead (on django, 7 of
+   the 9 folder neighborhoods were one ``__init__.py`` or one template).
+   Leiden's groups are of kind ``"cluster"``. Why siblings first: on mypy's own sources
+   6 of 7 folder groups were a lone, empty ``__init__.py``; joining siblings adds no
+   weight, so cohesion, strengths, entry points and the label's common folder of the
+   group they join do not change.
 4. **Stable ids** from ``identity.assign_ids``: a group keeping more than half of an old
    neighborhood's files keeps its id.
 
@@ -109,7 +112,10 @@ def cluster(
     communities, unplaced = attach_edgeless_files(
         communities, [path for path in graph.files if path not in linked]
     )
-    folders = folder_groups(unplaced)
+    folders = [g for g in folder_groups(unplaced) if len(g) > 1]
+    lone = [g[0] for g in folder_groups(unplaced) if len(g) == 1]
+    if lone:
+        communities, folders = attach_to_ancestors(communities, folders, lone)
 
     groups = communities + folders
     kinds = [CLUSTER] * len(communities) + [FOLDER] * len(folders)
@@ -221,6 +227,44 @@ def attach_edgeless_files(
             unplaced.append(path)
     grown = [tuple(sorted((*members, *joined.get(i, ())))) for i, members in enumerate(communities)]
     return sorted(grown), unplaced
+
+
+def attach_to_ancestors(
+    communities: Sequence[tuple[str, ...]],
+    folders: Sequence[tuple[str, ...]],
+    lone: Iterable[str],
+) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
+    """Each edgeless file alone in its folder joins the group holding the most files under
+    its nearest ancestor folder (``django/contrib/__init__.py`` joins a ``django/contrib``
+    cluster), so no folder neighborhood is a single file. Ties: the group sorting first.
+    A file no group shares an ancestor with (an empty repository aside) stays alone."""
+    groups = [*communities, *folders]
+    under: dict[str, dict[int, int]] = {}
+    for i, members in enumerate(groups):
+        for path in members:
+            folder = posixpath.dirname(path)
+            while True:
+                share = under.setdefault(folder, {})
+                share[i] = share.get(i, 0) + 1
+                if not folder:
+                    break
+                folder = posixpath.dirname(folder)
+    joined: dict[int, list[str]] = {}
+    alone: list[tuple[str, ...]] = []
+    for path in lone:
+        folder = posixpath.dirname(path)
+        while True:
+            share = under.get(folder)
+            if share:
+                joined.setdefault(min(share, key=lambda i: (-share[i], i)), []).append(path)
+                break
+            if not folder:
+                alone.append((path,))
+                break
+            folder = posixpath.dirname(folder)
+    grown = [tuple(sorted((*members, *joined.get(i, ())))) for i, members in enumerate(groups)]
+    n = len(communities)
+    return sorted(grown[:n]), sorted([*grown[n:], *alone])
 
 
 def folder_groups(paths: Iterable[str]) -> list[tuple[str, ...]]:

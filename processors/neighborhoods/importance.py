@@ -102,15 +102,32 @@ def rank_files(
     semantic_weight: float = SEMANTIC_WEIGHT,
     damping: float = DAMPING,
 ) -> tuple[FileImportance, ...]:
-    """Every file of the graph by composite importance: score descending, then path.
+    """Every file of the graph by composite importance: score descending, then path."""
+    keywords = {p: (files[p].keywords if p in files else ()) for p in graph.files}
+    return rank(
+        graph,
+        keywords,
+        pagerank_weight=pagerank_weight,
+        semantic_weight=semantic_weight,
+        damping=damping,
+    )
+
+
+def rank(
+    graph: FileGraph,
+    keywords: Mapping[str, Sequence[Keyword]],
+    *,
+    pagerank_weight: float = PAGERANK_WEIGHT,
+    semantic_weight: float = SEMANTIC_WEIGHT,
+    damping: float = DAMPING,
+) -> tuple[FileImportance, ...]:
+    """``rank_files`` from the files' keywords alone (what the reclusterer keeps).
 
     Semantic centrality is computed over the graph's files (the parsed source files), so
     configuration files and documents do not dilute the shared vocabulary.
     """
     ranks = pagerank(graph, damping)
-    semantic = semantic_centrality(
-        {p: (files[p].keywords if p in files else ()) for p in graph.files}
-    )
+    semantic = semantic_centrality({p: keywords.get(p, ()) for p in graph.files})
     top = max(ranks.values(), default=0.0)
     ranked = [
         FileImportance(

@@ -170,14 +170,22 @@ def _cohesion(members: Sequence[str], nid: str, partition: Partition, ties: _Tie
 
 
 def label(members: Sequence[str], degree: dict[str, float]) -> str:
-    """The members' longest common directory, else the most connected member's file name."""
-    folders = [posixpath.dirname(path).split("/") if "/" in path else [] for path in members]
-    common: list[str] = []
-    for parts in zip(*folders, strict=False):
-        if any(part != parts[0] for part in parts):
-            break
-        common.append(parts[0])
-    if common:
-        return "/".join(common)
+    """The deepest folder holding more than half of the members (their longest common
+    directory when they all share one), else the most connected member's file name.
+
+    Konstruct names a neighborhood by its members' longest common directory; in a
+    repository under one top package (``django/...``) that is the package for most
+    neighborhoods, so a majority decides: ``django/db/models`` for a cluster mostly there
+    with a few helpers from elsewhere."""
+    need = len(members) // 2 + 1
+    counts: dict[str, int] = {}
+    for path in members:
+        parts = posixpath.dirname(path).split("/") if "/" in path else []
+        for depth in range(1, len(parts) + 1):
+            folder = "/".join(parts[:depth])
+            counts[folder] = counts.get(folder, 0) + 1
+    held = [f for f, n in counts.items() if n >= need]
+    if held:
+        return max(held, key=lambda f: (f.count("/"), counts[f], f))
     hub = min(members, key=lambda path: (-degree.get(path, 0.0), path))
     return posixpath.basename(hub)
