@@ -254,9 +254,10 @@ def attach_to_ancestors(
     for path in lone:
         folder = posixpath.dirname(path)
         while True:
-            share = under.get(folder)
-            if share:
-                joined.setdefault(min(share, key=lambda i: (-share[i], i)), []).append(path)
+            found = under.get(folder)
+            if found:
+                counts = found
+                joined.setdefault(min(counts, key=lambda i: (-counts[i], i)), []).append(path)
                 break
             if not folder:
                 alone.append((path,))
