@@ -1,6 +1,7 @@
 """A sample of CALLS edges of a real code base, laid out to be checked by hand.
 
     python -m tests.bench.call_sample [--sample-calls 60] [--corpus django]
+    python -m tests.bench.call_sample --sample-sites 140 [--corpus django]
 
 From a full build of the corpus (the real parser), K CALLS edges are drawn at random
 (seeded), stratified by confidence (import, same_file, same_folder, name_match: K/4
@@ -9,6 +10,11 @@ or the file at module level), the line of the call (the reference record of the
 caller's file with the caller's scope and the callee's name, or the local name it was
 imported under), and the callee (file, line, signature), with a blank "correct?"
 column. Written to ``out/call_sample.md`` (and JSON beside it); no score is computed.
+
+With ``--sample-sites N``, the recall mode (see `call_sites`): N call sites drawn instead
+of edges, each with the CALLS edges its caller has to a callee of its name, written to
+``out/call_sites.md`` (and JSON); the recall table is printed from the verdicts kept in
+``call_recall_verdicts.json`` for the sites drawn.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from typing import Any
 from deploy.logging_setup import configure_logging
 from processors.indexer import RepoIndex
 from stores.records import FileRecord, ReferenceRecord
-from tests.bench import harness
+from tests.bench import call_sites, harness
 from tests.bench.harness import progress
 from tests.bench.package_tree import CORPORA, PackageTree, build_index, package_tree
 
@@ -182,11 +188,15 @@ def main() -> None:
     cli = argparse.ArgumentParser(prog=f"python -m tests.bench.{NAME}", description=__doc__)
     cli.add_argument("--corpus", choices=CORPORA, default="django")
     cli.add_argument("--sample-calls", type=int, default=60, metavar="K")
+    cli.add_argument("--sample-sites", type=int, default=0, metavar="N", help="recall mode")
     args = cli.parse_args()
     configure_logging("warning")
     tree = package_tree(args.corpus)
     progress(f"{args.corpus} {tree.version}: building the graph")
     index, _ = build_index(tree)
+    if args.sample_sites:
+        sample_sites(args.corpus, tree, index, args.sample_sites)
+        return
     rows = [describe(tree, index, key) for key in draw(index, args.sample_calls, SEED)]
     census = name_match_census(index)
     text = markdown(args.corpus, tree.version, rows, census)
@@ -196,6 +206,31 @@ def main() -> None:
     payload = {"benchmark": NAME, "corpus": args.corpus, "version": tree.version, "rows": rows}
     payload["name_match_census"] = census
     progress(f"wrote {harness.OUT_DIR / f'{NAME}.md'} and {harness.write_json(NAME, payload)}")
+
+
+def sample_sites(corpus: str, tree: PackageTree, index: RepoIndex, count: int) -> None:
+    """The recall mode: sites drawn, laid out, and scored where verdicts exist."""
+    by_form = call_sites.all_sites(tree, index)
+    population = Counter({form: len(sites) for form, sites in by_form.items()})
+    calls = call_sites.calls_by_caller(index)
+    rows = [
+        call_sites.describe_site(tree, index, calls, site)
+        for site in call_sites.draw_sites(by_form, count, SEED)
+    ]
+    judged = call_sites.attach_verdicts(calls, rows, call_sites.load_verdicts())
+    text = call_sites.sites_markdown(corpus, tree.version, SEED, rows, population)
+    payload: dict[str, Any] = {"benchmark": "call_sites", "corpus": corpus, "seed": SEED}
+    payload |= {"version": tree.version, "population": population, "rows": rows}
+    if judged:
+        table = call_sites.recall(judged, population)
+        text += f"\n## Recall ({len(judged)} of {len(rows)} sites judged)\n\n"
+        text += call_sites.recall_markdown(table, population)
+        payload["recall"] = table
+    print(text)
+    harness.OUT_DIR.mkdir(parents=True, exist_ok=True)
+    (harness.OUT_DIR / "call_sites.md").write_text(text)
+    json_path = harness.write_json("call_sites", payload)
+    progress(f"wrote {harness.OUT_DIR / 'call_sites.md'} and {json_path}")
 
 
 if __name__ == "__main__":
