@@ -25,12 +25,16 @@ from deploy import tansu_quirks
 from deploy.settings import Settings
 from deploy.topics_admin import ensure_topics
 from processors.app import MAX_DELTA_BYTES, WorkerConfig, create_app
+from processors.neighborhoods.clustering import ClusterSettings
+from processors.neighborhoods.recluster import ReclusterSettings
+from processors.neighborhoods.reclusterer import Debounce
 from producers.kafka_sink import KafkaSink
 from producers.session import SourceOptions, describe_repository, run_source
 from query.api import create_api
 from query.materializer import Materializer
 from query.read_model import ReadModel
 from stores.delta_log import KafkaDeltaLog
+from stores.snapshot_log import KafkaSnapshotLog
 
 log = structlog.get_logger(__name__)
 
@@ -105,13 +109,20 @@ async def run_worker(
         datadir=str(datadir),
         session_timeout_s=settings.session_timeout_s,
         topics=settings.topics,
+        recluster=ReclusterSettings(ClusterSettings(resolution=settings.resolution)),
+        debounce=Debounce(
+            settings.recluster_quiet_ms / 1000, settings.recluster_max_wait_ms / 1000
+        ),
     )
     delta_log = KafkaDeltaLog(
         cluster.bootstrap,
         settings.topics.graph_deltas,
         cluster.end_offsets,
     )
-    app = create_app(config, delta_log=delta_log)
+    snapshot_log = KafkaSnapshotLog(
+        cluster.bootstrap, settings.topics.neighborhoods, cluster.end_offsets
+    )
+    app = create_app(config, delta_log=delta_log, snapshot_log=snapshot_log)
     await app.start()
     log.info("worker_started", app_id=settings.app_id)
     if on_started is not None:

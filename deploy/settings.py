@@ -36,6 +36,15 @@ class Settings(BaseSettings):
     log_format: Literal["console", "json"] = "console"
     app_id: str = Field("gazetteer-worker", description="the workers' consumer group")
     namespace: str = Field("gazetteer", pattern=r"^[A-Za-z0-9._-]+$", description="topic prefix")
+    resolution: float = Field(
+        1.0, gt=0, description="Leiden resolution of neighborhoods: higher, smaller ones"
+    )
+    recluster_quiet_ms: int = Field(
+        500, ge=0, description="recluster a repository once its graph is quiet this long"
+    )
+    recluster_max_wait_ms: int = Field(
+        5000, ge=0, description="... or once a change has waited this long"
+    )
 
     @field_validator("broker")
     @classmethod

@@ -15,10 +15,14 @@ from typing import Any
 import faust
 import structlog
 
+from processors.neighborhood_stream import NeighborhoodStream
+from processors.neighborhoods.recluster import ReclusterSettings
+from processors.neighborhoods.reclusterer import Debounce, Reclusterer
 from processors.pipeline import IndexingPipeline, Message
 from producers.topics import Topics
 from stores.dead_letters import DeadLetter
 from stores.deltas import GraphDelta, encode_delta
+from stores.neighborhoods import NeighborhoodSnapshot, encode_snapshot
 
 log = structlog.get_logger(__name__)
 
@@ -39,6 +43,9 @@ class WorkerConfig:
     batch_max: int = 200
     batch_within_s: float = 0.005
     topics: Topics = Topics()  # noqa: RUF009 (frozen, so one shared default is safe)
+    recluster: ReclusterSettings = ReclusterSettings()  # noqa: RUF009 (frozen)
+    debounce: Debounce = Debounce()  # noqa: RUF009 (frozen)
+    recluster_tick_s: float = 0.1
 
 
 class FaustDeltaSink:
@@ -67,11 +74,22 @@ class FaustDeltaSink:
             None,
         )
 
+    async def publish_snapshot(self, snapshot: NeighborhoodSnapshot) -> None:
+        await self._app.producer.send_and_wait(
+            self._topics.neighborhoods,
+            snapshot.repo.encode(),
+            encode_snapshot(snapshot),
+            None,
+            None,
+            None,
+        )
+
 
 def create_app(
     config: WorkerConfig, pipeline: IndexingPipeline | None = None, **deps: Any
 ) -> faust.App:
-    """A worker app. ``pipeline`` defaults to one built from ``deps['delta_log']``."""
+    """A worker app. ``pipeline`` defaults to one built from ``deps['delta_log']``, with
+    a NeighborhoodStream over ``deps['snapshot_log']`` following its deltas."""
     app = faust.App(
         config.app_id,
         broker=f"kafka://{config.bootstrap}",
@@ -91,8 +109,12 @@ def create_app(
         # once: 5.5 MB for django, tens of MB for sympy.
         producer_max_request_size=MAX_DELTA_BYTES,
     )
+    sink = FaustDeltaSink(app, config.topics)
+    neighborhoods = NeighborhoodStream(
+        Reclusterer(config.recluster, config.debounce), deps["snapshot_log"], sink
+    )
     if pipeline is None:
-        pipeline = IndexingPipeline(deps["delta_log"], FaustDeltaSink(app, config.topics))
+        pipeline = IndexingPipeline(deps["delta_log"], sink, observer=neighborhoods)
     file_events = app.topic(
         config.topics.file_events,
         key_type=bytes,
@@ -122,9 +144,17 @@ def create_app(
             except Exception:  # last resort: the pipeline classifies; never stop committing
                 log.exception("batch_unhandled", first_offset=messages[0].offset)
 
+    @app.timer(config.recluster_tick_s, name="gazetteer.recluster")
+    async def recluster_due() -> None:
+        try:
+            await neighborhoods.tick()
+        except Exception:  # last resort: the stream classifies; the timer must go on
+            log.exception("recluster_tick_failed")
+
     @app.on_partitions_revoked.connect  # type: ignore[arg-type]
     async def forget_revoked(app: faust.App, revoked: set[Any], **_: Any) -> None:
         pipeline.revoke({tp.partition for tp in revoked if tp.topic == config.topics.file_events})
 
     app.gazetteer_pipeline = pipeline  # type: ignore[attr-defined]
+    app.gazetteer_neighborhoods = neighborhoods  # type: ignore[attr-defined]
     return app

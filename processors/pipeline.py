@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -24,6 +24,7 @@ from producers.events import decode_file_event
 from stores.dead_letters import DeadLetter, FailureKind
 from stores.delta_log import DeltaLog, InMemoryDeltaLog
 from stores.deltas import GraphDelta
+from stores.repo_state import RepoState
 
 log = structlog.get_logger(__name__)
 
@@ -37,6 +38,22 @@ class DeltaSink(Protocol):
         ...
 
     async def publish_dead_letter(self, letter: DeadLetter) -> None: ...
+
+
+class DeltaObserver(Protocol):
+    """Follows the deltas of the repositories this worker owns (the reclusterer)."""
+
+    async def restored(self, partition: int, states: Sequence[RepoState]) -> None:
+        """A partition was restored from the delta log: its repositories' states."""
+        ...
+
+    def observed(self, deltas: Sequence[GraphDelta]) -> None:
+        """Deltas the broker acknowledged, in order."""
+        ...
+
+    def forget(self, repos: Iterable[str]) -> None:
+        """Repositories another worker owns now (or that will be restored again)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +80,10 @@ class IndexingPipeline:
         clock: Callable[[], float] = time.time,
         retry: RetryPolicy = RetryPolicy(),
         new_index: Callable[[str], RepoIndex] = RepoIndex,
+        observer: DeltaObserver | None = None,
     ) -> None:
         self._delta_log = delta_log
+        self._observer = observer
         self._sink = sink
         self._clock = clock
         self._retry = retry
@@ -81,7 +100,9 @@ class IndexingPipeline:
         """Forget partitions another worker now owns; they are restored if they return."""
         for partition in partitions:
             self._restored.discard(partition)
-            self._indexes.pop(partition, None)
+            dropped = self._indexes.pop(partition, None)
+            if dropped and self._observer is not None:
+                self._observer.forget(dropped)
 
     async def process(self, message: Message) -> None:
         await self.process_batch([message])
@@ -141,6 +162,8 @@ class IndexingPipeline:
             await self._with_retry(lambda: self._sink.publish_deltas(batch), log)
             self.processed += len(batch)
             deltas.clear()
+            if self._observer is not None:
+                self._observer.observed(batch)
 
     async def _index(self, partition: int, repo: str, bound: structlog.BoundLogger) -> RepoIndex:
         await self._with_retry(lambda: self._restore(partition), bound)
@@ -166,6 +189,8 @@ class IndexingPipeline:
             index.apply(delta)
         if early:
             log.warning("delta_log_out_of_order", partition=partition, deltas=early)
+        if self._observer is not None:
+            await self._observer.restored(partition, [i.state for i in indexes.values()])
         self._indexes[partition] = indexes
         self._restored.add(partition)
         log.info("partition_restored", partition=partition, deltas=len(deltas), repos=len(indexes))
@@ -185,19 +210,28 @@ class IndexingPipeline:
         self.dead_lettered += 1
 
     async def _with_retry(self, send: Callable[[], object], bound: structlog.BoundLogger) -> None:
-        delay = self._retry.first_delay_s
-        while True:
-            try:
-                await send()  # type: ignore[misc]
-                return
-            except (TimeoutError, OSError, ConnectionError) as exc:
-                bound.warning("publish_retried", error=repr(exc), delay_s=delay)
-            except Exception as exc:  # the client's own errors (KafkaError and kin)
-                if type(exc).__module__.split(".")[0] not in ("aiokafka", "kafka", "faust"):
-                    raise
-                bound.warning("publish_retried", error=repr(exc), delay_s=delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self._retry.max_delay_s)
+        await with_retry(send, bound, self._retry)
+
+
+async def with_retry(
+    send: Callable[[], object], bound: structlog.BoundLogger, policy: RetryPolicy
+) -> None:
+    """Call ``send`` until it succeeds: transient failures (the broker away, the client's
+    own errors) are retried with capped exponential backoff; anything else is a bug and
+    raises."""
+    delay = policy.first_delay_s
+    while True:
+        try:
+            await send()  # type: ignore[misc]
+            return
+        except (TimeoutError, OSError, ConnectionError) as exc:
+            bound.warning("publish_retried", error=repr(exc), delay_s=delay)
+        except Exception as exc:  # the client's own errors (KafkaError and kin)
+            if type(exc).__module__.split(".")[0] not in ("aiokafka", "kafka", "faust"):
+                raise
+            bound.warning("publish_retried", error=repr(exc), delay_s=delay)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, policy.max_delay_s)
 
 
 def _reason(exc: Exception) -> str:

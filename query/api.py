@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from fastapi import FastAPI, HTTPException, Query
 
+from query.neighborhood_api import create_neighborhood_routes
 from query.read_model import ReadModel, RepoView
 from query.schemas import (
     DeadLetterOut,
@@ -185,6 +186,8 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
             items=items,
             freshness=model.freshness(repo),
         )
+
+    api.include_router(create_neighborhood_routes(model))
 
     @api.get("/dead-letters", response_model=DeadLetterPage)
     async def dead_letters(limit: int = Query(20, ge=1, le=100)) -> DeadLetterPage:

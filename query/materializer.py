@@ -1,4 +1,5 @@
-"""Feeds the read model from the topics: graph deltas, producer statuses, dead letters.
+"""Feeds the read model from the topics: graph deltas, producer statuses, dead letters,
+neighborhood snapshots.
 
 Each query replica reads every partition from the beginning without a consumer group
 (replicas do not share work: each holds the whole read side), so a restarted replica
@@ -20,6 +21,7 @@ from query.read_model import ReadModel
 from stores.dead_letters import decode_dead_letter
 from stores.delta_log import EndOffsets
 from stores.deltas import decode_delta
+from stores.neighborhoods import decode_snapshot
 
 log = structlog.get_logger(__name__)
 
@@ -71,8 +73,9 @@ class Materializer:
             await consumer.stop()
 
     @property
-    def _names(self) -> tuple[str, str, str]:
-        return (self._topics.graph_deltas, self._topics.sources, self._topics.dead_letters)
+    def _names(self) -> tuple[str, ...]:
+        topics = self._topics
+        return (topics.graph_deltas, topics.sources, topics.dead_letters, topics.neighborhoods)
 
     async def _partitions(self, consumer: AIOKafkaConsumer) -> list[TopicPartition]:
         for _ in range(100):
@@ -105,6 +108,8 @@ class Materializer:
                 self.model.apply_delta(decode_delta(value))
             elif topic == self._topics.sources:
                 self.model.apply_status(decode_source_status(value))
+            elif topic == self._topics.neighborhoods:
+                self.model.apply_snapshot(decode_snapshot(value))
             elif topic == self._topics.dead_letters:
                 repo = key.decode(errors="replace") if key else None
                 self.model.apply_dead_letter(decode_dead_letter(value), repo)

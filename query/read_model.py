@@ -14,15 +14,30 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from processors.neighborhoods.graph_state import FileGraphState
 from producers.events import SourceStatus
 from stores.dead_letters import DeadLetter
 from stores.deltas import GraphDelta
 from stores.freshness import BatchClock, Freshness, ProducerView, compute_freshness
+from stores.neighborhoods import NeighborhoodChangeRecord, NeighborhoodSnapshot
 from stores.repo_state import RepoState
 
 log = structlog.get_logger(__name__)
 
 RECENT_DEAD_LETTERS = 100
+
+
+RECENT_CHANGES = 500
+"""Neighborhood changes kept per repository (the last snapshots' worth, for operators)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StampedChange:
+    snapshot: int
+    computed_at: float
+    graph_seq: int
+    indexed_commit: str | None
+    change: NeighborhoodChangeRecord
 
 
 @dataclass
@@ -31,6 +46,16 @@ class RepoView:
     status: SourceStatus | None = None
     clock: BatchClock = field(default_factory=BatchClock)
     dead_letters: int = 0
+    file_graph: FileGraphState | None = None
+    neighborhoods: NeighborhoodSnapshot | None = None
+    changes: deque[StampedChange] = field(default_factory=lambda: deque(maxlen=RECENT_CHANGES))
+
+    @property
+    def neighborhoods_stale(self) -> bool:
+        """The file graph changed after the graph delta the neighborhoods were built from."""
+        changed = self.file_graph.changed_seq if self.file_graph is not None else 0
+        built = self.neighborhoods.graph_seq if self.neighborhoods is not None else -1
+        return changed > built
 
 
 class ReadModel:
@@ -44,7 +69,7 @@ class ReadModel:
     def view(self, repo: str) -> RepoView:
         view = self.repos.get(repo)
         if view is None:
-            view = self.repos[repo] = RepoView(RepoState(repo))
+            view = self.repos[repo] = RepoView(RepoState(repo), file_graph=FileGraphState(repo))
         return view
 
     def apply_delta(self, delta: GraphDelta) -> bool:
@@ -54,8 +79,28 @@ class ReadModel:
             log.error("delta_gap", repo=delta.repo, have=view.state.seq, got=delta.seq)
             return False
         applied = view.state.apply(delta)
+        if applied and view.file_graph is not None:
+            view.file_graph.apply(delta)
         self.deltas_applied += applied
         return applied
+
+    def apply_snapshot(self, snapshot: NeighborhoodSnapshot) -> bool:
+        """Keep a repository's latest neighborhoods; an older or repeated one is a no-op."""
+        view = self.view(snapshot.repo)
+        if view.neighborhoods is not None and snapshot.seq <= view.neighborhoods.seq:
+            return False
+        view.neighborhoods = snapshot
+        for change in snapshot.changes:
+            view.changes.append(
+                StampedChange(
+                    snapshot.seq,
+                    snapshot.computed_at,
+                    snapshot.graph_seq,
+                    snapshot.indexed_commit,
+                    change,
+                )
+            )
+        return True
 
     def apply_status(self, status: SourceStatus) -> None:
         view = self.view(status.repo)

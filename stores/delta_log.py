@@ -54,26 +54,34 @@ class KafkaDeltaLog:
         self._end_offsets = end_offsets
 
     async def read_partition(self, partition: int) -> list[GraphDelta]:
-        tp = TopicPartition(self._topic, partition)
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=self._bootstrap,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-        )
-        await consumer.start()
-        try:
-            consumer.assign([tp])
-            end = (await self._end_offsets(consumer, [tp]))[tp]
-            await consumer.seek_to_beginning(tp)
-            deltas: list[GraphDelta] = []
-            while await consumer.position(tp) < end:
-                batch = await consumer.getmany(tp, timeout_ms=1000, max_records=5000)
-                for message in batch.get(tp, []):
-                    if message.offset >= end:
-                        break
-                    if message.value is not None:
-                        deltas.append(decode_delta(message.value))
-            log.info("delta_log_read", partition=partition, deltas=len(deltas), end=end)
-            return deltas
-        finally:
-            await consumer.stop()
+        values = await read_values(self._bootstrap, self._topic, partition, self._end_offsets)
+        return [decode_delta(value) for value in values]
+
+
+async def read_values(
+    bootstrap: str, topic: str, partition: int, end_offsets: EndOffsets
+) -> list[bytes]:
+    """The values of one partition of a topic, in log order, up to its current end."""
+    tp = TopicPartition(topic, partition)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+    )
+    await consumer.start()
+    try:
+        consumer.assign([tp])
+        end = (await end_offsets(consumer, [tp]))[tp]
+        await consumer.seek_to_beginning(tp)
+        values: list[bytes] = []
+        while await consumer.position(tp) < end:
+            batch = await consumer.getmany(tp, timeout_ms=1000, max_records=5000)
+            for message in batch.get(tp, []):
+                if message.offset >= end:
+                    break
+                if message.value is not None:
+                    values.append(message.value)
+        log.info("partition_read", topic=topic, partition=partition, messages=len(values))
+        return values
+    finally:
+        await consumer.stop()
