@@ -102,7 +102,8 @@ class Stack:
     async def get(self, path: str, **params: object) -> dict:
         assert self.url is not None, "start the query service first"
         async with httpx.AsyncClient(base_url=self.url, timeout=10) as client:
-            response = await client.get(path, params=params)
+            # A query string in ``path`` stands when no params are given.
+            response = await (client.get(path, params=params) if params else client.get(path))
             response.raise_for_status()
             return response.json()
 
