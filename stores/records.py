@@ -47,6 +47,12 @@ class SymbolRecord(Record):
     exported: bool = Field(
         default=True, description="visible to other files by the language's rule"
     )
+    value_type: str | None = Field(
+        default=None,
+        description="the name a module-level variable is assigned a call of, as written: "
+        "its class when that names one ('ConnectionRouter' for 'router = "
+        "ConnectionRouter()', 'template.Library' for 'register = template.Library()')",
+    )
 
 
 class ImportRecord(Record):

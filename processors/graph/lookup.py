@@ -43,6 +43,7 @@ class Sig:
     exported: bool
     bases: tuple[str, ...]
     implements: tuple[str, ...]
+    value_type: str | None  # `x = Name(...)` at module level: Name, as written
 
 
 def role_names(record: FileRecord) -> list[tuple[str, SymbolRecord]]:
@@ -81,7 +82,7 @@ def python_stems(path: str) -> list[tuple[str, int]]:
 
 def signatures(record: FileRecord) -> tuple[Sig, ...]:
     return tuple(
-        Sig(s.qualname, s.name, s.kind, s.parent, s.exported, s.bases, s.implements)
+        Sig(s.qualname, s.name, s.kind, s.parent, s.exported, s.bases, s.implements, s.value_type)
         for s in record.symbols
     )
 

@@ -4,9 +4,10 @@ Order for a bare name: the enclosing scopes of the file, then the file's import
 bindings, then the file's own package (Go folder, Java package), then wildcard
 imports, and only then a repository-wide name match (at most NAME_MATCH_LIMIT
 definers; more is ambiguous and draws nothing). A qualified name goes through its head:
-``self``/``this`` (the enclosing class and its bases), an import binding (submodules,
-then members), or a class of the file or package. Every answer carries its confidence:
-``import``, ``same_file``, ``same_folder`` or ``name_match``.
+``self``/``this`` (the enclosing class and its bases), ``super`` (the bases only), an
+import binding (submodules, then members), or a class of the file or package; a member of
+a module-level instance (``router = Router()``) is looked up in its class. Every answer
+carries its confidence: ``import``, ``same_file``, ``same_folder`` or ``name_match``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from processors.graph.ids import symbol_id
 from processors.graph.lookup import Key, Lookup, Sig
 from stores.records import FileRecord, ReferenceRecord
 
-SELF_NAMES = frozenset({"self", "this", "cls", "Self", "super"})
+SELF_NAMES = frozenset({"self", "this", "cls", "Self"})
+SUPER = "super"  # Python's super(), Java's and JavaScript's super: the bases' members
 TYPE_KINDS = frozenset({"CLASS", "STRUCT", "INTERFACE", "TRAIT", "ENUM", "TYPE"})
 IMPLICIT_MEMBER_LANGUAGES = frozenset({"java"})  # a bare call may mean this.call()
 MAX_DEPTH = 4
@@ -215,6 +217,8 @@ class FileResolver:
 
     def _qualified(self, parts: list[str], name: str, scope: str | None) -> list[Target] | None:
         head, rest = parts[0], parts[1:]
+        if head == SUPER and self.language != "rust":  # Rust's super:: is a module path
+            return self._super([*rest, name], scope)
         if head in SELF_NAMES:
             owner = self._enclosing_type(scope)
             if owner is None:
@@ -234,6 +238,17 @@ class FileResolver:
             found = self._member_of_type(local.path, qual, [*rest, name], 0)
             return [found] if found is not None else None
         return None
+
+    def _super(self, parts: list[str], scope: str | None) -> list[Target] | None:
+        """``super.parts`` in the enclosing class: its bases' member, never its own (an
+        override calling the method it overrides is no recursion). None when no base has
+        it, as in a mixin: a name match then."""
+        owner = self._enclosing_type(scope)
+        sig = self.lookup.symbol(self.path, owner) if owner is not None else None
+        if sig is None:
+            return None
+        found = self._member_of_bases(self.path, sig, sig.bases, parts, 0)
+        return [found] if found is not None else None
 
     def _through(
         self, binding: Binding, rest: list[str], name: str, depth: int, bound: bool
@@ -339,16 +354,16 @@ class FileResolver:
         sig = self.lookup.symbol(path, owner)
         if sig is None:
             return None
-        resolver = self if path == self.path else None
-        for base in (*sig.bases, *sig.implements):
-            targets = (
-                resolver.resolve_type_name(base, sig.parent)
-                if resolver is not None
-                else self._resolve_in(path, base)
-            )
-            for target in targets:
-                if target.confidence == "name_match":
-                    continue
+        if sig.value_type is not None:
+            return self._member_of_value(path, sig.value_type, parts, depth)
+        return self._member_of_bases(path, sig, (*sig.bases, *sig.implements), parts, depth)
+
+    def _member_of_bases(
+        self, path: str, sig: Sig, bases: tuple[str, ...], parts: list[str], depth: int
+    ) -> Target | None:
+        """``parts`` in the first of ``bases`` (as written in ``path``) that has them."""
+        for base in bases:
+            for target in self._types_in(path, base, sig.parent):
                 base_qual = target.node.rsplit(":", 1)[1]
                 found = self._member_of_type(target.path, base_qual, parts, depth + 1)
                 if found is not None:
@@ -356,6 +371,30 @@ class FileResolver:
                         found.node, found.path, _weaker(found.confidence, target.confidence)
                     )
         return None
+
+    def _member_of_value(
+        self, path: str, value_type: str, parts: list[str], depth: int
+    ) -> Target | None:
+        """``parts`` of a module-level ``x = value_type(...)``: in the class, when
+        ``value_type`` names one (a function's result has no known type)."""
+        for target in self._types_in(path, value_type, None):
+            qual = target.node.rsplit(":", 1)[1]
+            sig = self.lookup.symbol(target.path, qual)
+            if sig is None or sig.kind not in TYPE_KINDS:
+                continue
+            found = self._member_of_type(target.path, qual, parts, depth + 1)
+            if found is not None:
+                return Target(found.node, found.path, _weaker(found.confidence, target.confidence))
+        return None
+
+    def _types_in(self, path: str, written: str, scope: str | None) -> list[Target]:
+        """A type name as written in ``path`` (at ``scope``), name matches left out."""
+        targets = (
+            self.resolve_type_name(written, scope)
+            if path == self.path
+            else self._resolve_in(path, written)
+        )
+        return [t for t in targets if t.confidence != "name_match"]
 
     def _method_elsewhere_in_package(self, owner: str, parts: list[str]) -> Target | None:
         """Go and Rust declare methods apart from their type, often in another file."""

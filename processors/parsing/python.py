@@ -229,8 +229,10 @@ def _assignment(statement: Node, facts: FileFacts) -> None:
     if assignment is None or assignment.type != "assignment":
         return
     signature = facts.header(statement, statement.start_byte, statement.end_byte)
+    value_type = _constructor(assignment, facts)
     while assignment is not None and assignment.type == "assignment":  # a = b = 1
-        for name in _targets(assignment.child_by_field_name("left"), facts):
+        left = assignment.child_by_field_name("left")
+        for name in _targets(left, facts):
             facts.symbol(
                 name,
                 "VARIABLE",
@@ -239,8 +241,25 @@ def _assignment(statement: Node, facts: FileFacts) -> None:
                 signature=signature,
                 parent=None,
                 exported=_exported(name),
+                value_type=value_type if left is not None and left.type == "identifier" else None,
             )
         assignment = assignment.child_by_field_name("right")
+
+
+def _constructor(assignment: Node, facts: FileFacts) -> str | None:
+    """What `x = Name(...)` or `x = a.Name(...)` calls (`a = b = Name()` included): the
+    class a module-level instance is made from when it names one, which lets `x.f()`
+    resolve through the class (django's `router`, `apps`, signals, `register`)."""
+    value: Node | None = assignment
+    while value is not None and value.type == "assignment":
+        value = value.child_by_field_name("right")
+    if value is None or value.type != "call":
+        return None
+    function = value.child_by_field_name("function")
+    if function is None or function.type not in ("identifier", "attribute"):
+        return None
+    dotted = _dotted(function, facts)
+    return dotted if all(part.isidentifier() for part in dotted.split(".")) else None
 
 
 def _targets(node: Node | None, facts: FileFacts) -> list[str]:

@@ -4,6 +4,7 @@ One compiled query finds every candidate in a single pass over the tree (a Pytho
 over every node would cost more than the parse):
 
     f(), a.b.f(), self.m(), f().g()      -> call f, call f "a.b", call m "self", call g "<expr>"
+    super().m(), super(C, self).m()      -> call m "super"
     @d, @a.d(...)                        -> call d, call d "a"
     x: list[User], -> models.User        -> type list, type User, type User "models"
     class A(Base), except E              -> type Base, type E
@@ -31,6 +32,8 @@ from stores.records import ReferenceKind
 
 EXPRESSION = "<expr>"
 """The qualifier of a call on something that is not a dotted name: f().g(), x[0].g()."""
+SUPER = "super"
+"""The qualifier of `super().f()`: resolved in the bases of the enclosing class."""
 
 Found = dict[int, tuple[str, ReferenceKind, "str | None", Node]]
 """References found so far, by the start byte of the name: (name, kind, qualifier, node).
@@ -161,7 +164,7 @@ def _types(node: Node, content: bytes, found: Found) -> None:
         elif kind == "attribute":
             name = current.child_by_field_name("attribute")
             qualifier = _qualifier(current.child_by_field_name("object"), content)
-            if name is not None and qualifier != EXPRESSION:
+            if name is not None and qualifier not in (EXPRESSION, SUPER):
                 found[name.start_byte] = (_text(name, content), "type", qualifier, name)
         elif kind in _TYPE_PARTS:
             stack.extend(current.named_children)
@@ -250,12 +253,35 @@ def _text(node: Node, content: bytes) -> str:
 
 
 def _qualifier(node: Node | None, content: bytes) -> str:
-    """A dotted name as written, without whitespace; EXPRESSION for anything else."""
+    """A dotted name as written, without whitespace; SUPER for `super()`; EXPRESSION for
+    anything else."""
     if node is None:
         return EXPRESSION
     if node.type == "identifier":
         return _text(node, content)
+    if node.type == "call":
+        return SUPER if _is_super(node, content) else EXPRESSION
     if node.type != "attribute" or node.end_byte - node.start_byte > _QUALIFIER_BYTES:
         return EXPRESSION
     dotted = "".join(_text(node, content).split())
     return dotted if all(part.isidentifier() for part in dotted.split(".")) else EXPRESSION
+
+
+def _is_super(call: Node, content: bytes) -> bool:
+    """`super()`, or `super(C, self)` in the body of class C: the bases of the enclosing
+    class. `super(Other, self)` starts elsewhere in the MRO and stays an EXPRESSION."""
+    function = call.child_by_field_name("function")
+    if function is None or function.type != "identifier" or _text(function, content) != "super":
+        return False
+    arguments = call.child_by_field_name("arguments")
+    given = [] if arguments is None else arguments.named_children
+    first = next((child for child in given if child.type != "comment"), None)
+    if first is None:
+        return True
+    if first.type != "identifier":
+        return False
+    holder = call.parent
+    while holder is not None and holder.type != "class_definition":
+        holder = holder.parent
+    name = holder.child_by_field_name("name") if holder is not None else None
+    return name is not None and _text(name, content) == _text(first, content)

@@ -184,6 +184,7 @@ class FileFacts:
         bases: tuple[str, ...] = (),
         implements: tuple[str, ...] = (),
         exported: bool = True,
+        value_type: str | None = None,
     ) -> str | None:
         """Record a symbol spanning `first` to `last`; returns its qualname.
 
@@ -205,6 +206,7 @@ class FileFacts:
             bases=bases,
             implements=implements,
             exported=exported,
+            value_type=value_type,
         )
         self._symbols.append((first.start_byte, record))
         self._spans.append((first.start_byte, last.end_byte, qualname))

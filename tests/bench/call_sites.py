@@ -59,13 +59,15 @@ class Site:
 
 
 def call_form(record: FileRecord, ref: ReferenceRecord, line: str) -> str:
-    """Which of `FORMS` the call is written in (``super().f()`` is recorded with the
-    qualifier ``<expr>``: told apart by the text before the name)."""
+    """Which of `FORMS` the call is written in. ``super().f()`` is told apart by the
+    text before the name on its line, whatever its qualifier (``super``, or ``<expr>``
+    for ``super(Other, self).f()`` and before the parser recorded ``super``), so that the
+    forms, and the seeded draw the verdicts were given for, stay as they were."""
     qualifier = ref.qualifier
     if qualifier is None:
         return "bare"
     if qualifier in ("self", "cls") or (
-        qualifier == "<expr>" and _SUPER.search(line[: ref.column])
+        qualifier in ("<expr>", "super") and _SUPER.search(line[: ref.column])
     ):
         return "self"
     imported = {imp.alias for imp in record.imports} | {

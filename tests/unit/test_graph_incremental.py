@@ -121,3 +121,63 @@ def test_incremental_graph_equals_a_fresh_build_on_real_code(
             del files[path]
             index.handle(s.deleted(path), now=1.0)
         assert graph(index) == graph(fresh(files)), f"step {step}: {op} {path}"
+
+
+def test_super_and_module_level_instances_follow_edits_to_what_they_read() -> None:
+    """The class a module-level instance is made from and the bases a ``super()`` call
+    searches are read from other files: each edit below changes one of them."""
+    files = {
+        "app/models.py": b"class A:\n    def m(self): ...\n\nclass B:\n    def m(self): ...\n",
+        "app/state.py": b"from app.models import A, B\n\nrouter = A()\n",
+        "app/use.py": (
+            b"from app.state import router\nfrom app.models import A\n\n"
+            b"def f():\n    router.m()\n\n"
+            b"class C(A):\n    def m(self):\n        super().m()\n"
+        ),
+    }
+    f, cm = "sym:app/use.py:f", "sym:app/use.py:C.m"
+    a, b, z = (f"sym:app/models.py:{c}.m" for c in "ABZ")
+    steps = [  # an edit, then the CALLS edges of app/use.py with their confidence
+        (None, {(f, a, "import"), (cm, a, "import")}),
+        (
+            ("app/state.py", b"from app.models import A, B\n\nrouter = B()\n"),
+            {(f, b, "import"), (cm, a, "import")},
+        ),
+        (
+            ("app/state.py", b"from app.models import A, B as A2\n\nrouter = A2()\n"),
+            {(f, b, "import"), (cm, a, "import")},
+        ),
+        (  # A loses m (super() finds none: a name match), B gains a base
+            (
+                "app/models.py",
+                b"class A:\n    def n(self): ...\n\nclass B(A):\n    def m(self): ...\n",
+            ),
+            {(f, b, "import"), (cm, b, "name_match")},
+        ),
+        (
+            (
+                "app/models.py",
+                b"class Z:\n    def m(self): ...\n\nclass A(Z): ...\n\nclass B: ...\n",
+            ),
+            {(cm, z, "same_file")},  # found through A, whose file defines Z: labelled so
+        ),
+        (  # a function's result: no class
+            ("app/state.py", b"from app.models import A\n\ndef make(): ...\n\nrouter = make()\n"),
+            {(cm, z, "same_file")},
+        ),
+    ]
+    index, s = RepoIndex("r"), Stamp(repo="r", producer="p")
+    for path, data in sorted(files.items()):
+        index.handle(s.changed(path, data.decode(), origin="scan"), now=0.0)
+    index.handle(s.scan_completed(), now=0.0)
+    for step, (edit, expected) in enumerate(steps):
+        if edit is not None:
+            files[edit[0]] = edit[1]
+            index.handle(s.changed(edit[0], edit[1].decode()), now=1.0)
+            assert graph(index) == graph(fresh(files)), f"step {step}: {edit[0]}"
+        calls = {
+            (e.src, e.dst, e.confidence)
+            for e in index.state.edges.values()
+            if e.kind == "CALLS" and e.src.startswith("sym:app/use.py:")
+        }
+        assert calls == expected, f"step {step}"

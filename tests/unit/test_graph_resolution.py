@@ -309,3 +309,136 @@ def test_tests_edges_from_test_files_and_test_functions() -> None:
         True,
         False,
     ]
+
+
+def test_python_super_reaches_the_bases_through_an_import_never_the_own_class() -> None:
+    base = rec(
+        "base.py",
+        "python",
+        [sym("Base", "CLASS"), sym("Base.__init__", "METHOD"), sym("Base.save", "METHOD")],
+    )
+    model = rec(
+        "model.py",
+        "python",
+        [
+            sym("User", "CLASS", bases=("Base",)),
+            sym("User.__init__", "METHOD", line=2),
+            sym("User.save", "METHOD", line=3),
+            sym("User.other", "METHOD", line=4),
+            sym("Mixin", "CLASS", line=5),
+            sym("Mixin.save", "METHOD", line=6),
+        ],
+        [ImportRecord(module="base", names=("Base",), line=1)],
+        [
+            ref("__init__", qualifier="super", scope="User.__init__"),
+            ref("save", qualifier="super", scope="User.save"),  # the override: no recursion
+            ref("save", qualifier="super", scope="User.other"),  # not User's own save
+            ref("save", qualifier="super", scope="Mixin.save"),  # no base: a name match
+        ],
+    )
+    assert graph([base, model], "model.py") == {
+        ("sym:model.py:User", "sym:base.py:Base", "EXTENDS"): ("import", 1.0),
+        ("sym:model.py:User.__init__", "sym:base.py:Base.__init__", "CALLS"): ("import", 1.0),
+        ("sym:model.py:User.save", "sym:base.py:Base.save", "CALLS"): ("import", 1.0),
+        ("sym:model.py:User.other", "sym:base.py:Base.save", "CALLS"): ("import", 1.0),
+        ("sym:model.py:Mixin.save", "sym:base.py:Base.save", "CALLS"): ("name_match", 1.0),
+        ("file:model.py", "file:base.py", "IMPORTS"): ("import", 4.0),
+    }
+
+
+def test_java_and_javascript_super_skip_the_enclosing_class() -> None:
+    def classes(path: str, language: str, **kw: object) -> FileRecord:
+        return rec(
+            path,
+            language,
+            [
+                sym("A", "CLASS", bases=("B",)),
+                sym("A.run", "METHOD", line=2),
+                sym("A.other", "METHOD", line=3),
+                sym("B", "CLASS", line=4),
+                sym("B.run", "METHOD", line=5),
+            ],
+            refs=[
+                ref("run", qualifier="super", scope="A.run"),
+                ref("run", qualifier="super", scope="A.other"),
+            ],
+            **kw,
+        )
+
+    for record in (classes("A.java", "java", package="p"), classes("a.js", "javascript")):
+        src = f"sym:{record.path}:"
+        assert graph([record], record.path) == {
+            (f"{src}A", f"{src}B", "EXTENDS"): ("same_file", 1.0),
+            (f"{src}A.run", f"{src}B.run", "CALLS"): ("same_file", 1.0),
+            (f"{src}A.other", f"{src}B.run", "CALLS"): ("same_file", 1.0),
+        }
+    # Rust's super:: names the parent module, never the methods of the impl it is in
+    rust = rec(
+        "src/a.rs",
+        "rust",
+        [sym("S", "STRUCT"), sym("S.run", "METHOD", line=2), sym("S.helper", "METHOD", line=3)],
+        refs=[ref("helper", qualifier="super", scope="S.run")],
+    )
+    assert graph([rust], "src/a.rs") == {}
+
+
+def test_python_members_of_module_level_instances_resolve_through_their_class() -> None:
+    utils = rec(
+        "db/utils.py",
+        "python",
+        [sym("ConnectionRouter", "CLASS"), sym("ConnectionRouter.allow_migrate", "METHOD")],
+    )
+    init = rec(
+        "db/__init__.py",
+        "python",
+        [
+            sym("router", "VARIABLE", value_type="ConnectionRouter"),
+            sym("made", "VARIABLE", value_type="factory"),  # a function's result: unknown
+            sym("factory", line=2),
+            sym("factory.allow_migrate", line=3),
+            sym("migrate", line=4),
+        ],
+        [ImportRecord(module="db.utils", names=("ConnectionRouter",), line=1)],
+        [ref("allow_migrate", qualifier="router", scope="migrate")],
+    )
+    library = rec(
+        "template/library.py", "python", [sym("Library", "CLASS"), sym("Library.tag", "METHOD")]
+    )
+    tags = rec(
+        "template/tags.py",
+        "python",
+        [sym("register", "VARIABLE", value_type="library.Library"), sym("now", line=2)],
+        [
+            ImportRecord(module="template", names=("library",), line=1),
+            ImportRecord(module="db", names=("router", "made"), line=2),
+            ImportRecord(module="db", alias="db", line=3),
+        ],
+        [
+            ref("tag", qualifier="register", scope="now"),
+            ref("allow_migrate", qualifier="router", scope="now"),
+            ref("allow_migrate", qualifier="db.router", scope="now"),
+            ref("allow_migrate", qualifier="made", scope="now"),
+        ],
+    )
+    files = [utils, init, library, tags]
+    assert graph(files, "db/__init__.py") == {
+        (
+            "sym:db/__init__.py:migrate",
+            "sym:db/utils.py:ConnectionRouter.allow_migrate",
+            "CALLS",
+        ): ("import", 1.0),
+        ("file:db/__init__.py", "file:db/utils.py", "IMPORTS"): ("import", 1.0),
+    }
+    assert graph(files, "template/tags.py") == {
+        ("sym:template/tags.py:now", "sym:template/library.py:Library.tag", "CALLS"): (
+            "import",
+            1.0,
+        ),
+        ("sym:template/tags.py:now", "sym:db/utils.py:ConnectionRouter.allow_migrate", "CALLS"): (
+            "import",
+            2.0,
+        ),
+        ("file:template/tags.py", "file:template/library.py", "IMPORTS"): ("import", 1.0),
+        ("file:template/tags.py", "file:db/__init__.py", "IMPORTS"): ("import", 1.0),
+        ("file:template/tags.py", "file:db/utils.py", "REFERENCES"): ("same_folder", 2.0),
+    }

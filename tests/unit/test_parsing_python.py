@@ -365,3 +365,62 @@ def test_bases_as_written_and_exported_by_the_underscore_convention() -> None:
         ("_Hidden._helper", (), False),
         ("_cache", (), False),
     ]
+
+
+def test_module_level_instances_name_the_callable_they_are_made_by() -> None:
+    result = parse(
+        """
+        router = ConnectionRouter()
+        register = template . Library()
+        a = b = Signal(use_caching=True)
+        x, y = Pair()
+        made = factory()(1)
+        typed = Registry[int]()
+        count: int = int("1")
+        limit = 10
+
+        class C:
+            inner = Library()
+        """
+    )
+    assert [(s.qualname, s.value_type) for s in result.symbols] == [
+        ("router", "ConnectionRouter"),
+        ("register", "template.Library"),
+        ("a", "Signal"),
+        ("b", "Signal"),
+        ("x", None),  # unpacked: no one class
+        ("y", None),
+        ("made", None),
+        ("typed", None),
+        ("count", "int"),  # the resolver keeps only what names a class of the repository
+        ("limit", None),
+        ("C", None),
+    ]
+
+
+def test_super_calls_are_qualified_by_super() -> None:
+    result = parse(
+        """
+        class Child(Base):
+            def save(self):
+                super().save()
+                super(Child, self).clean()
+                super(  # the class named explicitly
+                    Child, self
+                ).full_clean()
+                super(Base, self).reset()
+                super().meta.check()
+
+        def helper(obj):
+            super(Child, obj).run()
+        """
+    )
+    calls = [r for r in result.references if r.kind == "call" and r.name != "super"]
+    assert [(r.name, r.qualifier, r.scope) for r in calls] == [
+        ("save", "super", "Child.save"),
+        ("clean", "super", "Child.save"),
+        ("full_clean", "super", "Child.save"),
+        ("reset", "<expr>", "Child.save"),  # starts past Base in the MRO, not at Child
+        ("check", "<expr>", "Child.save"),
+        ("run", "<expr>", "helper"),
+    ]
