@@ -117,6 +117,22 @@ class Alias(Record):
     target: str = Field(description="'src/app/', 'svc', 'crates/core/src'")
 
 
+class ChunkRecord(Record):
+    """A piece of a file to retrieve and to read: one symbol (a function, a method, a
+    class's own lines) or a stretch of module-level lines, with its text."""
+
+    id: str = Field(description="'path#Qual.name' or 'path#L1-20': stable across edits")
+    path: str
+    kind: str = Field(description="the symbol's kind, or 'MODULE' for module-level lines")
+    qualname: str | None = None
+    line_start: int = Field(ge=1)
+    line_end: int = Field(ge=1)
+    signature: str | None = None
+    doc: str | None = None
+    text: str = Field(description="the lines as in the file (long bodies capped)")
+    content_hash: str = Field(description="of what is embedded: the cache key of its vector")
+
+
 class FileRecord(Record):
     """What the state knows of one file at one version."""
 

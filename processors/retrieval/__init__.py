@@ -1,0 +1,1 @@
+"""Retrieval for agents: chunks, sparse and dense search, graph expansion, context packs."""
