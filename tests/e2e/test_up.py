@@ -49,6 +49,17 @@ def test_up_indexes_two_repositories_follows_commits_and_stops_on_ctrl_c(tmp_pat
         assert [s["name"] for s in detail["symbols"]] == ["handler", "health"]
         assert detail["commit"] == head
 
+        # The worker reclusters after the commit: one neighborhood, stamped current.
+        def clustered() -> bool:
+            page = get(url, f"/repositories/{ids[str(a.root)]}/neighborhoods")
+            stamp = page["snapshot"]
+            return stamp["seq"] is not None and not stamp["stale"] and page["total"] == 1
+
+        eventually(clustered, 30, "the neighborhoods after the commit")
+        overview = get(url, f"/repositories/{ids[str(a.root)]}/overview")
+        assert overview["sizes"]["source_files"] == 1
+        assert overview["languages"][0]["language"] == "python"
+
         broker_pid = int(BROKER_PID.search(up.log_text()).group(1))  # type: ignore[union-attr]
         assert pid_alive(broker_pid)
         assert up.interrupt() == 0
