@@ -14,6 +14,7 @@ from typing import Literal, TypedDict
 
 from processors.graph.incremental import IncrementalGraph
 from processors.parsing import ParseResult, parse_file
+from processors.retrieval.chunks import chunk_file
 from producers.events import (
     CommitCompleted,
     CommitObserved,
@@ -180,7 +181,7 @@ class RepoIndex:
             parsed = ParseResult(None, 0, (), (), 0, ())
         else:
             parsed = self._parse(event.path, event.content)
-        return FileRecord(
+        record = FileRecord(
             path=event.path,
             language=parsed.language,
             size=event.size,
@@ -199,6 +200,9 @@ class RepoIndex:
             aliases=parsed.aliases,
             **meta,  # type: ignore[arg-type]
         )
+        if event.content is None or record.skipped:
+            return record
+        return record.model_copy(update={"chunks": chunk_file(record, event.content)})
 
     def _graph_change(
         self,

@@ -123,7 +123,9 @@ class ChunkRecord(Record):
 
     id: str = Field(description="'path#Qual.name' or 'path#L1-20': stable across edits")
     path: str
-    kind: str = Field(description="the symbol's kind, or 'MODULE' for module-level lines")
+    kind: str = Field(
+        description="the symbol's kind, 'MODULE' for module-level lines, 'DOC' for a document"
+    )
     qualname: str | None = None
     line_start: int = Field(ge=1)
     line_end: int = Field(ge=1)
@@ -156,6 +158,9 @@ class FileRecord(Record):
     sections: tuple[Section, ...] = ()
     keywords: tuple[Keyword, ...] = ()
     aliases: tuple[Alias, ...] = ()
+    chunks: tuple[ChunkRecord, ...] = Field(
+        default=(), description="what retrieval indexes and context packs quote"
+    )
     origin: Literal["scan", "watch", "commit"]
     commit: str | None
     working_tree: bool
