@@ -14,6 +14,7 @@ from pathlib import Path
 import structlog
 
 from deploy.embedded_broker import EmbeddedBroker
+from deploy.eval_localize import run as run_localize
 from deploy.logging_setup import configure_logging
 from deploy.runtime import (
     Cluster,
@@ -46,6 +47,17 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int)
     serve.add_argument("--host")
     sub.add_parser("broker", help="run the embedded broker alone and print its address")
+    evaluate = sub.add_parser("eval", help="measure retrieval on a benchmark")
+    tasks = evaluate.add_subparsers(dest="task", required=True)
+    localize = tasks.add_parser(
+        "localize", help="rank files for real issues; write predictions score.py reads"
+    )
+    localize.add_argument("--dataset", type=Path, required=True, help="instances, JSON lines")
+    localize.add_argument(
+        "--repos", type=Path, required=True, help="holds <owner>__<name>__<sha12>/ per instance"
+    )
+    localize.add_argument("--out", type=Path, required=True, help="predictions, JSON lines")
+    localize.add_argument("--limit", type=int, help="only the first N instances")
     return parser
 
 
@@ -209,6 +221,22 @@ thresholds the collector took a third of a django graph build (1.5 of 5.7 s) and
 paused a single sympy edit for 2.3 s (tests/bench/graph_build.py)."""
 
 
+def _eval(args: argparse.Namespace) -> int:
+    if not args.dataset.is_file():
+        print(f"gazetteer eval localize: no dataset at {args.dataset}", file=sys.stderr)
+        return 2
+    if not args.repos.is_dir():
+        print(f"gazetteer eval localize: no directory {args.repos}", file=sys.stderr)
+        return 2
+    try:
+        done = run_localize(args.dataset, args.repos, args.out, args.limit)
+    except ValueError as exc:
+        print(f"gazetteer eval localize: {exc}", file=sys.stderr)
+        return 2
+    print(f"{done} instances localized; predictions in {args.out}")
+    return 0 if done else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     settings = _settings(args)
@@ -229,6 +257,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             asyncio.run(_serve(settings))
         elif args.command == "broker":
             asyncio.run(_broker(settings))
+        elif args.command == "eval":
+            return _eval(args)
     except KeyboardInterrupt:
         return 130
     return 0

@@ -1,0 +1,153 @@
+"""``gazetteer eval localize``: rank files for real issues, as the service would.
+
+Reads instances in the format of the shared benchmark (``instance_id``, ``repo``,
+``base_commit``, ``problem_statement``), finds each repository at its base commit in
+``DIR/<owner>__<name>__<sha12>/``, indexes it in process with the service's own code
+(the producer's scan, `RepoIndex`, the reclusterer for importance, `RepoRetrieval`),
+ranks the files for the issue text and writes one prediction line per instance:
+``{"instance_id": ..., "ranked_files": [...]}``, the lines ``score.py`` reads.
+
+Two baselines are computed in the same run over the same files and written beside the
+predictions: whole-file BM25 on plain words (``*.bm25-files.jsonl``) and chunk BM25
+with code-aware tokens, each file scored by its best chunk (``*.bm25-chunks.jsonl``).
+The fix of an issue lands in source, not in tests: files that look like tests are left
+out of every ranking (the same rule for Gazetteer and the baselines).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from processors.graph.build import is_test_path
+from processors.indexer import RepoIndex
+from processors.neighborhoods.graph_state import FileGraphState
+from processors.neighborhoods.recluster import ReclusterSettings, recluster
+from processors.retrieval.sparse import FileBM25
+from producers.events import FileChanged
+from producers.scan import ScanOptions, WorkTree, full_scan
+from producers.source import InMemorySink, Source
+from query.retrieval import RepoRetrieval
+
+log = structlog.get_logger(__name__)
+
+RANKED = 100  # files kept per prediction (score.py reads Acc@1..10 and MRR)
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    instance_id: str
+    repo: str
+    base_commit: str
+    problem_statement: str
+
+    def folder(self, repos: Path) -> Path:
+        owner, name = self.repo.split("/", 1)
+        return repos / f"{owner}__{name}__{self.base_commit[:12]}"
+
+
+def read_instances(dataset: Path) -> Iterator[Instance]:
+    with dataset.open() as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                yield Instance(
+                    row["instance_id"], row["repo"], row["base_commit"], row["problem_statement"]
+                )
+            except (ValueError, KeyError) as exc:
+                raise ValueError(f"{dataset}:{number}: not an instance ({exc})") from exc
+
+
+@dataclass
+class Indexed:
+    retrieval: RepoRetrieval
+    importance: dict[str, float]
+    whole_files: FileBM25
+    seconds: float
+
+
+async def index_folder(root: Path, repo: str) -> Indexed:
+    """The repository at ``root`` through the service's own pipeline, in process."""
+    started = time.perf_counter()
+    sink = InMemorySink()
+    source = Source(repo, str(root), sink)
+    await full_scan(source, WorkTree(root, None), ScanOptions())
+    index, retrieval = RepoIndex(repo), RepoRetrieval()
+    whole = FileBM25()
+    for event in sink.events:
+        delta = index.handle(event, time.time())
+        if delta is not None:
+            retrieval.apply(delta)
+        if isinstance(event, FileChanged) and event.content is not None and not event.skipped:
+            whole.add(event.path, event.content.decode("utf-8", errors="replace"))
+    snapshot = recluster(FileGraphState.of(index.state), None, ReclusterSettings(), now=0.0)
+    importance = {f.path: f.importance for f in snapshot.files}
+    return Indexed(retrieval, importance, whole, time.perf_counter() - started)
+
+
+def _source_only(paths: Iterable[str]) -> list[str]:
+    return [p for p in paths if not is_test_path(p)][:RANKED]
+
+
+async def localize(dataset: Path, repos: Path, out: Path, *, limit: int | None = None) -> int:
+    """Write predictions (and the two baselines beside them); returns instances done."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    files = {
+        "gazetteer": out,
+        "bm25-files": out.with_suffix(".bm25-files.jsonl"),
+        "bm25-chunks": out.with_suffix(".bm25-chunks.jsonl"),
+    }
+    handles = {name: path.open("w") for name, path in files.items()}
+    done = 0
+    try:
+        for instance in read_instances(dataset):
+            if limit is not None and done >= limit:
+                break
+            folder = instance.folder(repos)
+            if not folder.is_dir():
+                log.error(
+                    "instance_repository_missing", instance=instance.instance_id, folder=str(folder)
+                )
+                continue
+            indexed = await index_folder(folder, instance.repo.replace("/", "-"))
+            question = instance.problem_statement
+            pool = RANKED * 3
+            rankings = {
+                "gazetteer": [
+                    r.path
+                    for r in indexed.retrieval.search(
+                        question, limit=pool, importance=indexed.importance
+                    )
+                ],
+                "bm25-files": [p for p, _ in indexed.whole_files.search(question, limit=pool)],
+                "bm25-chunks": [
+                    p for p, _, _ in indexed.retrieval.sparse.rank_files(question, pool)
+                ],
+            }
+            for name, ranked in rankings.items():
+                line = {"instance_id": instance.instance_id, "ranked_files": _source_only(ranked)}
+                handles[name].write(json.dumps(line) + "\n")
+            done += 1
+            log.info(
+                "instance_localized",
+                instance=instance.instance_id,
+                files=len(indexed.retrieval.sparse.paths()),
+                index_s=round(indexed.seconds, 2),
+                top=rankings["gazetteer"][:3],
+            )
+    finally:
+        for handle in handles.values():
+            handle.close()
+    return done
+
+
+def run(dataset: Path, repos: Path, out: Path, limit: int | None = None) -> int:
+    return asyncio.run(localize(dataset, repos, out, limit=limit))

@@ -1,0 +1,146 @@
+"""Ranking files for a question: BM25 over chunks re-ranked by what the question names.
+
+An issue or a question names things: a file (``requests/sessions.py``), a module
+(``requests.sessions``), a class or function (``Session.resolve_redirects``), a file's
+stem (``sessions``). Each file gets signals in [0, 1]:
+
+- ``bm25``: its best chunk's BM25 score over the best file's;
+- ``path``: the question contains the file's path or its dotted module path;
+- ``symbol``: identifiers of the question the file defines (classes, functions,
+  methods), each weighed by how rare the name is (1 / files defining it), capped at 1;
+- ``filename``: the file's stem appears in the question as a word;
+- ``structural``: its importance (PageRank and keyword centrality), when known.
+
+The score is the weighted sum (`RankWeights`, tunable). Files that the question names
+are candidates even when BM25 does not retrieve them.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping, Set
+from dataclasses import dataclass, field
+
+from processors.retrieval.sparse import SparseIndex
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_PATHLIKE = re.compile(r"[\w./-]+\.\w+")
+MIN_SYMBOL_CHARS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class RankWeights:
+    bm25: float = 1.0
+    path: float = 0.8
+    symbol: float = 0.6
+    filename: float = 0.15
+    structural: float = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class RankedFile:
+    path: str
+    score: float
+    best_chunk: str | None
+    signals: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Mentions:
+    identifiers: frozenset[str]  # every dotted part and every whole dotted name
+    words: frozenset[str]  # lowercased words
+    text: str
+
+
+def mentions(question: str) -> Mentions:
+    identifiers: set[str] = set()
+    for match in _IDENTIFIER.finditer(question):
+        name = match.group(0)
+        identifiers.add(name)
+        identifiers.update(name.split("."))
+    words = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", question)}
+    return Mentions(frozenset(identifiers), frozenset(words), question)
+
+
+def module_path(path: str) -> str | None:
+    """``requests/sessions.py`` -> ``requests.sessions`` (Python files only)."""
+    if not path.endswith(".py"):
+        return None
+    stem = path[:-3]
+    if stem.endswith("/__init__"):
+        stem = stem[: -len("/__init__")]
+    return stem.replace("/", ".")
+
+
+def rank(
+    question: str,
+    sparse: SparseIndex,
+    definers: Mapping[str, Set[str]],
+    paths: Set[str],
+    *,
+    importance: Mapping[str, float] | None = None,
+    weights: RankWeights | None = None,
+    limit: int = 10,
+    pool: int = 200,
+    path_prefix: str | None = None,
+) -> list[RankedFile]:
+    """The files best matching ``question``, best first (ties by path).
+
+    ``definers``: symbol name -> files defining it; ``paths``: the files retrieval
+    knows (a named file outside them is ignored).
+    """
+    weights = weights or RankWeights()
+    importance = importance or {}
+    said = mentions(question)
+    hits = sparse.rank_files(question, pool, path_prefix=path_prefix)
+    top = hits[0][1] if hits and hits[0][1] > 0 else 1.0
+    signals: dict[str, dict[str, float]] = {}
+    best: dict[str, str | None] = {}
+    for path, score, chunk in hits:
+        signals[path] = {"bm25": score / top}
+        best[path] = chunk
+    for name in said.identifiers:
+        if len(name) < MIN_SYMBOL_CHARS:
+            continue
+        files = definers.get(name)
+        if not files:
+            continue
+        for path in files:
+            if path_prefix and not path.startswith(path_prefix):
+                continue
+            own = signals.setdefault(path, {})
+            own["symbol"] = min(1.0, own.get("symbol", 0.0) + 1.0 / len(files))
+    lowered = said.text.lower()
+    for found in _PATHLIKE.findall(said.text):
+        for path in _paths_ending(found.strip("./"), paths):
+            signals.setdefault(path, {})["path"] = 1.0
+    for path in list(signals):
+        module = module_path(path)
+        if module and "." in module and module in said.identifiers:
+            signals[path]["path"] = 1.0
+        stem = posixpath.splitext(posixpath.basename(path))[0].lower()
+        if len(stem) >= MIN_SYMBOL_CHARS and stem in said.words and stem in lowered:
+            signals[path]["filename"] = 1.0
+        if path in importance:
+            signals[path]["structural"] = importance[path]
+    ranked = [
+        RankedFile(path, _score(s, weights), best.get(path), s) for path, s in signals.items()
+    ]
+    ranked.sort(key=lambda r: (-round(r.score, 9), r.path))
+    return ranked[:limit]
+
+
+def _score(signals: Mapping[str, float], weights: RankWeights) -> float:
+    return sum(getattr(weights, name) * value for name, value in signals.items())
+
+
+def _paths_ending(written: str, paths: Set[str]) -> list[str]:
+    """Files whose path is ``written`` or ends with ``/written`` (a path as an issue
+    quotes it, from some folder down)."""
+    if "/" not in written and "." not in written:
+        return []
+    if written in paths:
+        return [written]
+    suffix = "/" + written
+    return sorted(p for p in paths if p.endswith(suffix))[:5]

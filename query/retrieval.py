@@ -1,0 +1,90 @@
+"""Retrieval over one repository, kept current from its graph deltas.
+
+The read model feeds every applied delta: a changed file's chunks replace its old ones
+in the sparse index (an unchanged file, re-reported by a scan, is not re-indexed), a
+removed file's go, and the names each file defines are kept for the ranking's symbol
+signal. ``search`` ranks files for a question with `processors.retrieval.ranking`.
+The evaluation command drives this same class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from processors.retrieval.ranking import RankedFile, RankWeights, rank
+from processors.retrieval.sparse import SparseIndex
+from stores.deltas import GraphDelta
+from stores.records import ChunkRecord, FileRecord
+
+DEFINING_KINDS = frozenset(
+    {"CLASS", "FUNCTION", "METHOD", "INTERFACE", "STRUCT", "ENUM", "TRAIT", "TYPE"}
+)
+
+
+class RepoRetrieval:
+    def __init__(self) -> None:
+        self.sparse = SparseIndex()
+        self.chunks: dict[str, ChunkRecord] = {}
+        self.definers: dict[str, set[str]] = {}
+        # path -> (its chunks' content hashes, the names it defines, its chunk ids)
+        self._files: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
+
+    @property
+    def retrievers(self) -> tuple[str, ...]:
+        return ("bm25", "mentions")
+
+    def apply(self, delta: GraphDelta) -> None:
+        for path in delta.files_removed:
+            self.remove(path)
+        for record in delta.files_upserted:
+            self.upsert(record)
+
+    def upsert(self, record: FileRecord) -> None:
+        hashes = tuple(c.content_hash for c in record.chunks)
+        names = tuple(sorted({s.name for s in record.symbols if s.kind in DEFINING_KINDS}))
+        held = self._files.get(record.path)
+        if held is not None and held[:2] == (hashes, names):
+            return  # the same facts again (a scan re-reporting an unchanged file)
+        self.remove(record.path)
+        if not record.chunks and not names:
+            return
+        self.sparse.add_file(record.path, record.chunks)
+        for chunk in record.chunks:
+            self.chunks[chunk.id] = chunk
+        for name in names:
+            self.definers.setdefault(name, set()).add(record.path)
+        self._files[record.path] = (hashes, names, tuple(c.id for c in record.chunks))
+
+    def remove(self, path: str) -> None:
+        held = self._files.pop(path, None)
+        if held is None:
+            return
+        self.sparse.remove_file(path)
+        for chunk_id in held[2]:
+            self.chunks.pop(chunk_id, None)
+        for name in held[1]:
+            files = self.definers.get(name)
+            if files is not None:
+                files.discard(path)
+                if not files:
+                    del self.definers[name]
+
+    def search(
+        self,
+        question: str,
+        *,
+        limit: int = 10,
+        path_prefix: str | None = None,
+        importance: Mapping[str, float] | None = None,
+        weights: RankWeights | None = None,
+    ) -> list[RankedFile]:
+        return rank(
+            question,
+            self.sparse,
+            self.definers,
+            self._files.keys(),
+            importance=importance,
+            weights=weights,
+            limit=limit,
+            path_prefix=path_prefix,
+        )

@@ -1,0 +1,62 @@
+"""``gazetteer eval localize`` as a user runs it on a small benchmark of their own."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+def gazetteer(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "deploy.cli", "--log-level", "warning", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_eval_localize_writes_predictions_and_the_baselines(tmp_path: Path) -> None:
+    repo = tmp_path / "repos" / f"acme__shop__{SHA[:12]}"
+    (repo / "shop").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "shop/cart.py").write_text(
+        "class Cart:\n    def total_price(self, items):\n        return sum(items)\n"
+    )
+    (repo / "shop/payment.py").write_text("def charge_card(amount):\n    return amount\n")
+    (repo / "tests/test_cart.py").write_text(
+        "from shop.cart import Cart\ndef test_total_price():\n    Cart().total_price([])\n"
+    )
+    dataset = tmp_path / "dev.jsonl"
+    rows = [
+        {"instance_id": "acme__shop-1", "repo": "acme/shop", "base_commit": SHA,
+         "problem_statement": "Cart.total_price is wrong for an empty cart"},
+        {"instance_id": "acme__shop-2", "repo": "acme/shop", "base_commit": "f" * 40,
+         "problem_statement": "not materialized"},
+    ]  # fmt: skip
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out" / "predictions.jsonl"
+
+    done = gazetteer("eval", "localize", "--dataset", str(dataset), "--repos",
+                     str(tmp_path / "repos"), "--out", str(out))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "1 instances localized" in done.stdout
+    assert "instance_repository_missing" in done.stderr + done.stdout
+    (line,) = [json.loads(x) for x in out.read_text().splitlines()]
+    assert line["instance_id"] == "acme__shop-1"
+    assert line["ranked_files"][0] == "shop/cart.py"
+    assert "tests/test_cart.py" not in line["ranked_files"]  # a fix lands in source
+    for baseline in ("predictions.bm25-files.jsonl", "predictions.bm25-chunks.jsonl"):
+        (row,) = [json.loads(x) for x in (out.parent / baseline).read_text().splitlines()]
+        assert row["instance_id"] == "acme__shop-1"
+
+    missing = gazetteer("eval", "localize", "--dataset", str(tmp_path / "nope.jsonl"),
+                        "--repos", str(tmp_path), "--out", str(out))  # fmt: skip
+    assert missing.returncode == 2 and "no dataset" in missing.stderr

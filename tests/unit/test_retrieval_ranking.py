@@ -1,0 +1,85 @@
+"""Ranking files for a question: BM25 re-ranked by the files and names it mentions."""
+
+from __future__ import annotations
+
+from processors.indexer import RepoIndex
+from processors.retrieval.ranking import RankWeights, mentions, module_path
+from query.retrieval import RepoRetrieval
+from tests.factories import Stamp
+
+FILES = {
+    "app/sessions.py": (
+        '"""HTTP sessions."""\nclass Session:\n    def resolve_redirects(self, resp):\n'
+        '        """Follow redirects of a response."""\n        return resp\n'
+    ),
+    "app/models.py": (
+        "class Response:\n    def iter_content(self, chunk_size):\n"
+        '        """Iterate over the response body in chunks."""\n        return chunk_size\n'
+    ),
+    "app/utils.py": "def redirect_location(headers):\n    return headers.get('location')\n",
+    "docs/redirects.md": "# Redirects\n\nRedirects are followed by the session.\n",
+}
+
+
+def retrieval() -> RepoRetrieval:
+    index, stamp, found = RepoIndex("app-1"), Stamp(), RepoRetrieval()
+    for path, text in FILES.items():
+        delta = index.handle(stamp.changed(path, text), now=1.0)
+        assert delta is not None
+        found.apply(delta)
+    return found
+
+
+def test_mentions_split_dotted_names_and_keep_words() -> None:
+    said = mentions("Session.resolve_redirects fails in app.sessions; see utils")
+    assert {"Session.resolve_redirects", "Session", "resolve_redirects"} <= said.identifiers
+    assert "app.sessions" in said.identifiers and "utils" in said.words
+    assert module_path("app/__init__.py") == "app" and module_path("a/b.py") == "a.b"
+    assert module_path("web/x.js") is None
+
+
+def test_bm25_alone_ranks_by_words_and_names_lift_the_file_that_defines_them() -> None:
+    found = retrieval()
+    plain = found.search("the response body chunks", limit=2)
+    assert [r.path for r in plain] == ["app/models.py", "app/sessions.py"]
+    assert set(plain[0].signals) == {"bm25"} and plain[0].best_chunk == (
+        "app/models.py#Response.iter_content"
+    )
+
+    named = found.search("redirects loop forever in resolve_redirects", limit=3)
+    assert named[0].path == "app/sessions.py"
+    assert named[0].signals["symbol"] == 1.0  # one file defines it
+
+
+def test_a_quoted_path_or_module_is_a_candidate_even_without_words_in_common() -> None:
+    found = retrieval()
+    by_path = found.search("crash in app/utils.py", limit=1)[0]
+    assert (by_path.path, by_path.signals["path"]) == ("app/utils.py", 1.0)
+    by_module = found.search("importing app.models breaks", limit=1)[0]
+    assert by_module.path == "app/models.py" and by_module.signals["path"] == 1.0
+    assert found.search("zzz qqq", limit=5) == []
+
+
+def test_weights_are_tunable_and_a_prefix_filters() -> None:
+    found = retrieval()
+    question = "redirects of a response: resolve_redirects"
+    no_symbols = found.search(question, limit=1, weights=RankWeights(symbol=0.0, bm25=1.0))
+    assert no_symbols[0].score == no_symbols[0].signals["bm25"]
+    assert [r.path for r in found.search(question, path_prefix="docs/")] == ["docs/redirects.md"]
+
+
+def test_changes_replace_a_files_chunks_and_names_and_deletes_remove_them() -> None:
+    found, index, stamp = RepoRetrieval(), RepoIndex("app-1"), Stamp()
+    for event in [
+        stamp.changed("a.py", "def alpha_handler():\n    return 'alpha'\n"),
+        stamp.changed("a.py", "def beta_handler():\n    return 'beta'\n"),
+    ]:
+        delta = index.handle(event, now=1.0)
+        assert delta is not None
+        found.apply(delta)
+    assert found.definers == {"beta_handler": {"a.py"}}
+    assert set(found.chunks) == {"a.py#beta_handler"}
+    delta = index.handle(stamp.deleted("a.py"), now=1.0)
+    assert delta is not None
+    found.apply(delta)
+    assert found.definers == {} and found.chunks == {} and len(found.sparse) == 0
