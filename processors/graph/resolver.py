@@ -138,11 +138,11 @@ class FileResolver:
             ("type", None, written, scope), lambda: self._resolve_type_name(written, scope)
         )
 
-    def _resolve_type_name(self, written: str, scope: str | None) -> list[Target]:
+    def _resolve_type_name(self, written: str, scope: str | None, depth: int = 0) -> list[Target]:
         parts = written.replace("::", ".").split("<", 1)[0].split("[", 1)[0].split(".")
         if len(parts) == 1:
             return self._bare(parts[0], scope)
-        found = self._qualified(parts[:-1], parts[-1], scope)
+        found = self._qualified(parts[:-1], parts[-1], scope, depth)
         return found if found is not None else self._name_match(parts[-1], member=False)
 
     # -- bare names -----------------------------------------------------------------
@@ -215,7 +215,11 @@ class FileResolver:
 
     # -- qualified names ------------------------------------------------------------
 
-    def _qualified(self, parts: list[str], name: str, scope: str | None) -> list[Target] | None:
+    def _qualified(
+        self, parts: list[str], name: str, scope: str | None, depth: int = 0
+    ) -> list[Target] | None:
+        """``depth``: how many module-level values (``x = Cls()``) led here; each one
+        followed counts, so ``x = x.f()`` or two modules' values naming each other end."""
         head, rest = parts[0], parts[1:]
         if head == SUPER and self.language != "rust":  # Rust's super:: is a module path
             return self._super([*rest, name], scope)
@@ -227,15 +231,12 @@ class FileResolver:
             return [found] if found is not None else None
         binding = self._bound(head)
         if binding is not None:
-            found = self._through(binding, rest, name, depth=0, bound=False)
+            found = self._through(binding, rest, name, depth=depth, bound=False)
             return [found] if found is not None else []
         local = self._in_scopes(head, scope) or self._in_package(head)
-        if local is not None and local.path == self.path:
-            found = self._member_of_type(self.path, local.node.rsplit(":", 1)[1], [*rest, name], 0)
-            return [found] if found is not None else None
         if local is not None:
             qual = local.node.rsplit(":", 1)[1]
-            found = self._member_of_type(local.path, qual, [*rest, name], 0)
+            found = self._member_of_type(local.path, qual, [*rest, name], depth)
             return [found] if found is not None else None
         return None
 
@@ -377,7 +378,9 @@ class FileResolver:
     ) -> Target | None:
         """``parts`` of a module-level ``x = value_type(...)``: in the class, when
         ``value_type`` names one (a function's result has no known type)."""
-        for target in self._types_in(path, value_type, None):
+        if depth > MAX_DEPTH:
+            return None
+        for target in self._types_in(path, value_type, None, depth + 1):
             qual = target.node.rsplit(":", 1)[1]
             sig = self.lookup.symbol(target.path, qual)
             if sig is None or sig.kind not in TYPE_KINDS:
@@ -387,13 +390,16 @@ class FileResolver:
                 return Target(found.node, found.path, _weaker(found.confidence, target.confidence))
         return None
 
-    def _types_in(self, path: str, written: str, scope: str | None) -> list[Target]:
-        """A type name as written in ``path`` (at ``scope``), name matches left out."""
-        targets = (
-            self.resolve_type_name(written, scope)
-            if path == self.path
-            else self._resolve_in(path, written)
-        )
+    def _types_in(self, path: str, written: str, scope: str | None, depth: int = 0) -> list[Target]:
+        """A type name as written in ``path`` (at ``scope``), name matches left out.
+        Past a module-level value (``depth`` > 0) the answer is not kept: it depends on
+        how deep it was asked, and a kept answer must not."""
+        if path != self.path:
+            targets = self._resolve_in(path, written, depth)
+        elif depth == 0:
+            targets = self.resolve_type_name(written, scope)
+        else:
+            targets = self._resolve_type_name(written, scope, depth)
         return [t for t in targets if t.confidence != "name_match"]
 
     def _method_elsewhere_in_package(self, owner: str, parts: list[str]) -> Target | None:
@@ -406,14 +412,18 @@ class FileResolver:
                 return Target(symbol_id(path, qualname), path, "same_folder")
         return None
 
-    def _resolve_in(self, path: str, written: str) -> list[Target]:
+    def _resolve_in(self, path: str, written: str, depth: int = 0) -> list[Target]:
         """A type name written in another file, resolved through that file's imports."""
         parts = written.replace("::", ".").split("<", 1)[0].split(".")
         binds = self._bindings_of(path)
         binding = binds.names.get(parts[0])
         if binding is not None:
             found = self._through(
-                binding, parts[1:-1] if len(parts) > 1 else [], parts[-1], 1, len(parts) == 1
+                binding,
+                parts[1:-1] if len(parts) > 1 else [],
+                parts[-1],
+                max(depth, 1),
+                len(parts) == 1,
             )
             return [found] if found is not None else []
         if self.lookup.symbol(path, parts[-1]) is not None and len(parts) == 1:

@@ -442,3 +442,34 @@ def test_python_members_of_module_level_instances_resolve_through_their_class() 
         ("file:template/tags.py", "file:db/__init__.py", "IMPORTS"): ("import", 1.0),
         ("file:template/tags.py", "file:db/utils.py", "REFERENCES"): ("same_folder", 2.0),
     }
+
+
+def test_module_level_values_that_name_each_other_end_instead_of_recursing() -> None:
+    # x = x.make() in one file; a = b.y.f() and y = a.x.g() across two modules: found
+    # in a real code base as a RecursionError. Each value followed counts toward the
+    # depth limit, so resolution ends with no edge rather than never.
+    selfish = rec(
+        "pkg/selfish.py",
+        "python",
+        [sym("x", "VARIABLE", value_type="x.make"), sym("use", line=2)],
+        [],
+        [ref("go", qualifier="x", scope="use")],
+    )
+    a = rec(
+        "pkg/a.py",
+        "python",
+        [sym("x", "VARIABLE", value_type="b.y.f"), sym("run", line=3)],
+        [ImportRecord(module="pkg", names=("b",), line=1)],
+        [ref("go", qualifier="x", scope="run")],
+    )
+    b = rec(
+        "pkg/b.py",
+        "python",
+        [sym("y", "VARIABLE", value_type="a.x.g")],
+        [ImportRecord(module="pkg", names=("a",), line=1)],
+    )
+    files = [selfish, a, b]
+    assert graph(files, "pkg/selfish.py") == {}
+    assert graph(files, "pkg/a.py") == {
+        ("file:pkg/a.py", "file:pkg/b.py", "IMPORTS"): ("import", 1.0)
+    }
