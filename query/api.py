@@ -9,6 +9,7 @@ from fastapi import FastAPI, HTTPException, Query
 
 from query.neighborhood_api import create_neighborhood_routes
 from query.read_model import ReadModel, RepoView
+from query.retrieval_api import create_retrieval_routes
 from query.schemas import (
     DeadLetterOut,
     DeadLetterPage,
@@ -188,6 +189,7 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
         )
 
     api.include_router(create_neighborhood_routes(model))
+    api.include_router(create_retrieval_routes(model))
 
     @api.get("/dead-letters", response_model=DeadLetterPage)
     async def dead_letters(limit: int = Query(20, ge=1, le=100)) -> DeadLetterPage:

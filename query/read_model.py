@@ -16,6 +16,7 @@ import structlog
 
 from processors.neighborhoods.graph_state import FileGraphState
 from producers.events import SourceStatus
+from query.retrieval import RepoRetrieval
 from stores.dead_letters import DeadLetter
 from stores.deltas import GraphDelta
 from stores.freshness import BatchClock, Freshness, ProducerView, compute_freshness
@@ -47,6 +48,7 @@ class RepoView:
     clock: BatchClock = field(default_factory=BatchClock)
     dead_letters: int = 0
     file_graph: FileGraphState | None = None
+    retrieval: RepoRetrieval = field(default_factory=RepoRetrieval)
     neighborhoods: NeighborhoodSnapshot | None = None
     changes: deque[StampedChange] = field(default_factory=lambda: deque(maxlen=RECENT_CHANGES))
 
@@ -81,6 +83,8 @@ class ReadModel:
         applied = view.state.apply(delta)
         if applied and view.file_graph is not None:
             view.file_graph.apply(delta)
+        if applied:
+            view.retrieval.apply(delta)
         self.deltas_applied += applied
         return applied
 

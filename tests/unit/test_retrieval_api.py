@@ -1,0 +1,96 @@
+"""Search and context packs over HTTP, on a read model fed with real deltas."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from processors.indexer import RepoIndex
+from processors.neighborhoods.graph_state import FileGraphState
+from processors.neighborhoods.recluster import ReclusterSettings, recluster
+from query.api import create_api
+from query.read_model import ReadModel
+from tests.factories import Stamp
+
+FILES = {
+    "app/sessions.py": (
+        "from app.models import Response\n\n"
+        "class Session:\n"
+        "    def send(self, request):\n"
+        '        """Send a request and follow its redirects."""\n'
+        "        return self.resolve_redirects(Response())\n\n"
+        "    def resolve_redirects(self, resp):\n"
+        "        return resp.iter_content(1)\n"
+    ),
+    "app/models.py": (
+        "class Response:\n"
+        "    def iter_content(self, chunk_size):\n"
+        '        """Iterate over the response body in chunks."""\n'
+        "        return [chunk_size]\n"
+    ),
+    "tests/test_sessions.py": (
+        "from app.sessions import Session\n\ndef test_send():\n    Session().send(None)\n"
+    ),
+}
+
+
+@pytest.fixture
+def client() -> TestClient:
+    model, index, stamp = ReadModel(clock=lambda: 1002.0), RepoIndex("app-1"), Stamp()
+    events = [stamp.changed(p, t, origin="scan") for p, t in FILES.items()]
+    for event in [*events, stamp.scan_completed("c1")]:
+        delta = index.handle(event, now=1000.0)
+        assert delta is not None
+        model.apply_delta(delta)
+    model.apply_snapshot(
+        recluster(FileGraphState.of(index.state), None, ReclusterSettings(), now=1001.0)
+    )
+    return TestClient(create_api(model, ready=lambda: True))
+
+
+def test_search_ranks_files_with_what_to_read_and_how_they_stand(client: TestClient) -> None:
+    page = client.get(
+        "/repositories/app-1/search", params={"q": "resolve_redirects loops forever"}
+    ).json()
+    assert page["retrievers"] == ["bm25", "mentions"]
+    top = page["items"][0]
+    assert top["path"] == "app/sessions.py"
+    assert top["signals"]["symbol"] == 1.0 and top["best_chunk"]["qualname"] in (
+        "Session.resolve_redirects",
+        "Session",
+    )
+    chunk = top["best_chunk"]
+    assert top["read"] == f"L{chunk['line_start']}-{chunk['line_end']}"
+    assert top["inbound_degree"] == 1 and top["neighborhood_label"] is not None
+    assert page["freshness"]["indexed_commit"] == "c1"
+
+
+def test_search_is_bounded_by_max_tokens_and_keeps_the_true_total(client: TestClient) -> None:
+    full = client.get("/repositories/app-1/search", params={"q": "response session"}).json()
+    small = client.get(
+        "/repositories/app-1/search", params={"q": "response session", "max_tokens": 100}
+    ).json()
+    assert full["total"] == small["total"] >= 2
+    assert len(small["items"]) == 1 and small["truncated"] is True
+    assert client.get("/repositories/nope/search", params={"q": "x"}).status_code == 404
+    assert client.get("/repositories/app-1/search").status_code == 422
+
+
+def test_context_for_a_question_a_symbol_and_a_file_stays_within_budget(
+    client: TestClient,
+) -> None:
+    by_question = client.get(
+        "/repositories/app-1/context", params={"q": "iter_content of a response"}
+    ).json()
+    assert by_question["targets"][0].startswith("app/models.py#Response")
+    assert "[TARGET]" in by_question["text"] and by_question["tokens"] <= 8000
+    by_symbol = client.get(
+        "/repositories/app-1/context", params={"symbol": "Session.send", "budget": 120}
+    ).json()
+    assert by_symbol["targets"] == ["app/sessions.py#Session.send"]
+    assert by_symbol["tokens"] <= 120 and len(by_symbol["text"]) <= 120 * 4
+    by_file = client.get("/repositories/app-1/context", params={"path": "app/models.py"}).json()
+    assert by_file["read_first"][0].startswith("app/models.py:L")
+    assert client.get("/repositories/app-1/context").status_code == 422
+    missing = client.get("/repositories/app-1/context", params={"path": "nope.py"})
+    assert missing.status_code == 404
