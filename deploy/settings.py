@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from producers.topics import Topics
@@ -44,6 +44,15 @@ class Settings(BaseSettings):
     )
     recluster_max_wait_ms: int = Field(
         5000, ge=0, description="... or once a change has waited this long"
+    )
+    embedder: str = Field(
+        "default",
+        description="dense retrieval: 'default' (MiniLM int8 ONNX, offline), 'hash:256', "
+        "'onnx:MODEL:TOKENIZER', 'st:NAME', 'openai:http://host:port/v1:MODEL', or 'none'",
+    )
+    embedder_api_key: SecretStr | None = Field(None, description="for an 'openai:' embedder")
+    qdrant_url: str | None = Field(
+        None, description="a Qdrant server for vectors (distributed mode); in memory when unset"
     )
 
     @field_validator("broker")

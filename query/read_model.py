@@ -16,6 +16,7 @@ import structlog
 
 from processors.neighborhoods.graph_state import FileGraphState
 from producers.events import SourceStatus
+from query.dense import DenseIndex
 from query.retrieval import RepoRetrieval
 from stores.dead_letters import DeadLetter
 from stores.deltas import GraphDelta
@@ -61,8 +62,11 @@ class RepoView:
 
 
 class ReadModel:
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, clock: Callable[[], float] = time.time, dense: DenseIndex | None = None
+    ) -> None:
         self._clock = clock
+        self.dense = dense
         self.repos: dict[str, RepoView] = {}
         self.dead_letters: deque[DeadLetter] = deque(maxlen=RECENT_DEAD_LETTERS)
         self.dead_letters_total = 0
@@ -71,7 +75,11 @@ class ReadModel:
     def view(self, repo: str) -> RepoView:
         view = self.repos.get(repo)
         if view is None:
-            view = self.repos[repo] = RepoView(RepoState(repo), file_graph=FileGraphState(repo))
+            view = self.repos[repo] = RepoView(
+                RepoState(repo),
+                file_graph=FileGraphState(repo),
+                retrieval=RepoRetrieval(repo, self.dense),
+            )
         return view
 
     def apply_delta(self, delta: GraphDelta) -> bool:
@@ -94,6 +102,8 @@ class ReadModel:
         if view.neighborhoods is not None and snapshot.seq <= view.neighborhoods.seq:
             return False
         view.neighborhoods = snapshot
+        if self.dense is not None:
+            self.dense.prioritize(snapshot.repo, {f.path: f.importance for f in snapshot.files})
         for change in snapshot.changes:
             view.changes.append(
                 StampedChange(

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from processors.retrieval.ranking import RankedFile, RankWeights, rank
 from processors.retrieval.sparse import SparseIndex
+from query.dense import DenseIndex
 from stores.deltas import GraphDelta
 from stores.records import ChunkRecord, FileRecord
 
@@ -22,7 +23,11 @@ DEFINING_KINDS = frozenset(
 
 
 class RepoRetrieval:
-    def __init__(self) -> None:
+    """``dense``: where this repository's chunks get vectors (in the background)."""
+
+    def __init__(self, repo: str = "", dense: DenseIndex | None = None) -> None:
+        self.repo = repo
+        self.dense = dense
         self.sparse = SparseIndex()
         self.chunks: dict[str, ChunkRecord] = {}
         self.definers: dict[str, set[str]] = {}
@@ -31,7 +36,8 @@ class RepoRetrieval:
 
     @property
     def retrievers(self) -> tuple[str, ...]:
-        return ("bm25", "mentions")
+        dense = self.dense is not None and self.dense.store.count(self.repo) > 0
+        return ("bm25", "mentions", "dense") if dense else ("bm25", "mentions")
 
     def apply(self, delta: GraphDelta) -> None:
         for path in delta.files_removed:
@@ -48,6 +54,8 @@ class RepoRetrieval:
         self.remove(record.path)
         if not record.chunks and not names:
             return
+        if self.dense is not None:
+            self.dense.file_changed(self.repo, record.path, record.chunks, priority=0.0)
         self.sparse.add_file(record.path, record.chunks)
         for chunk in record.chunks:
             self.chunks[chunk.id] = chunk
@@ -59,6 +67,8 @@ class RepoRetrieval:
         held = self._files.pop(path, None)
         if held is None:
             return
+        if self.dense is not None:
+            self.dense.file_removed(self.repo, path)
         self.sparse.remove_file(path)
         for chunk_id in held[2]:
             self.chunks.pop(chunk_id, None)
@@ -78,6 +88,11 @@ class RepoRetrieval:
         importance: Mapping[str, float] | None = None,
         weights: RankWeights | None = None,
     ) -> list[RankedFile]:
+        dense = (
+            self.dense.search(self.repo, question, limit=200, path_prefix=path_prefix)
+            if self.dense is not None
+            else None
+        )
         return rank(
             question,
             self.sparse,
@@ -87,4 +102,5 @@ class RepoRetrieval:
             weights=weights,
             limit=limit,
             path_prefix=path_prefix,
+            dense=dense,
         )

@@ -4,7 +4,10 @@ An issue or a question names things: a file (``requests/sessions.py``), a module
 (``requests.sessions``), a class or function (``Session.resolve_redirects``), a file's
 stem (``sessions``). Each file gets signals in [0, 1]:
 
-- ``bm25``: its best chunk's BM25 score over the best file's;
+- ``text``: how well its text matches: its best chunk's BM25 score over the best
+  file's, or, once the repository has vectors, the reciprocal-rank fusion of the BM25
+  and the dense (cosine) file rankings over the best fused score (the raw ``bm25``
+  and ``dense`` scores are reported beside it);
 - ``path``: the question contains the file's path or its dotted module path;
 - ``symbol``: identifiers of the question the file defines (classes, functions,
   methods), each weighed by how rare the name is (1 / files defining it), capped at 1;
@@ -31,7 +34,7 @@ MIN_SYMBOL_CHARS = 4
 
 @dataclass(frozen=True, slots=True)
 class RankWeights:
-    bm25: float = 1.0
+    text: float = 1.0
     path: float = 0.8
     symbol: float = 0.6
     filename: float = 0.15
@@ -84,6 +87,8 @@ def rank(
     limit: int = 10,
     pool: int = 200,
     path_prefix: str | None = None,
+    dense: list[tuple[str, float, str]] | None = None,
+    rrf_k: int = 60,
 ) -> list[RankedFile]:
     """The files best matching ``question``, best first (ties by path).
 
@@ -98,8 +103,20 @@ def rank(
     signals: dict[str, dict[str, float]] = {}
     best: dict[str, str | None] = {}
     for path, score, chunk in hits:
-        signals[path] = {"bm25": score / top}
+        signals[path] = {"text": score / top, "bm25": score / top}
         best[path] = chunk
+    if dense:
+        fused: dict[str, float] = {}
+        for ranking in (hits, dense):
+            for place, (path, _, _) in enumerate(ranking):
+                fused[path] = fused.get(path, 0.0) + 1.0 / (rrf_k + place + 1)
+        ceiling = max(fused.values())
+        for path, score, chunk in dense:
+            own = signals.setdefault(path, {})
+            own["dense"] = score
+            best.setdefault(path, chunk)
+        for path, value in fused.items():
+            signals[path]["text"] = value / ceiling
     for name in said.identifiers:
         if len(name) < MIN_SYMBOL_CHARS:
             continue
@@ -131,8 +148,11 @@ def rank(
     return ranked[:limit]
 
 
+SCORED = ("text", "path", "symbol", "filename", "structural")
+
+
 def _score(signals: Mapping[str, float], weights: RankWeights) -> float:
-    return sum(getattr(weights, name) * value for name, value in signals.items())
+    return sum(getattr(weights, name) * signals.get(name, 0.0) for name in SCORED)
 
 
 def _paths_ending(written: str, paths: Set[str]) -> list[str]:
