@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from processors.retrieval.ranking import RankedFile, RankWeights, rank
+from processors.retrieval.ranking import RankedFile, RankWeights, is_source, rank
 from processors.retrieval.sparse import SparseIndex
 from query.dense import DenseIndex
 from stores.deltas import GraphDelta
@@ -31,6 +31,7 @@ class RepoRetrieval:
         self.sparse = SparseIndex()
         self.chunks: dict[str, ChunkRecord] = {}
         self.definers: dict[str, set[str]] = {}
+        self.sources: set[str] = set()
         # path -> (its chunks' content hashes, the names it defines, its chunk ids)
         self._files: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
 
@@ -57,6 +58,8 @@ class RepoRetrieval:
         if self.dense is not None:
             self.dense.file_changed(self.repo, record.path, record.chunks, priority=0.0)
         self.sparse.add_file(record.path, record.chunks)
+        if is_source(record.path, record.language) and record.symbols:
+            self.sources.add(record.path)
         for chunk in record.chunks:
             self.chunks[chunk.id] = chunk
         for name in names:
@@ -70,6 +73,7 @@ class RepoRetrieval:
         if self.dense is not None:
             self.dense.file_removed(self.repo, path)
         self.sparse.remove_file(path)
+        self.sources.discard(path)
         for chunk_id in held[2]:
             self.chunks.pop(chunk_id, None)
         for name in held[1]:
@@ -103,4 +107,5 @@ class RepoRetrieval:
             limit=limit,
             path_prefix=path_prefix,
             dense=dense,
+            sources=self.sources,
         )

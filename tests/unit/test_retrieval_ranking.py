@@ -42,7 +42,7 @@ def test_bm25_alone_ranks_by_words_and_names_lift_the_file_that_defines_them() -
     found = retrieval()
     plain = found.search("the response body chunks", limit=2)
     assert [r.path for r in plain] == ["app/models.py", "app/sessions.py"]
-    assert set(plain[0].signals) == {"text", "bm25"} and plain[0].best_chunk == (
+    assert set(plain[0].signals) == {"text", "bm25", "source"} and plain[0].best_chunk == (
         "app/models.py#Response.iter_content"
     )
 
@@ -60,10 +60,20 @@ def test_a_quoted_path_or_module_is_a_candidate_even_without_words_in_common() -
     assert found.search("zzz qqq", limit=5) == []
 
 
+def test_source_code_is_nudged_above_prose() -> None:
+    found = retrieval()
+    ranked = {r.path: r for r in found.search("followed by the session", limit=4)}
+    doc, code = ranked["docs/redirects.md"], ranked["app/sessions.py"]
+    assert "source" not in doc.signals and doc.score == doc.signals["text"]
+    assert code.signals["source"] == 1.0
+    assert code.score == code.signals["text"] + RankWeights().source
+
+
 def test_weights_are_tunable_and_a_prefix_filters() -> None:
     found = retrieval()
     question = "redirects of a response: resolve_redirects"
-    no_symbols = found.search(question, limit=1, weights=RankWeights(symbol=0.0, text=1.0))
+    weights = RankWeights(symbol=0.0, text=1.0, source=0.0)
+    no_symbols = found.search(question, limit=1, weights=weights)
     assert no_symbols[0].score == no_symbols[0].signals["text"]
     assert [r.path for r in found.search(question, path_prefix="docs/")] == ["docs/redirects.md"]
 
