@@ -9,6 +9,7 @@ from fastapi import FastAPI, HTTPException, Query
 
 from query.neighborhood_api import create_neighborhood_routes
 from query.read_model import ReadModel, RepoView
+from query.repo_lookup import repo_view as lookup_repo
 from query.retrieval_api import create_retrieval_routes
 from query.schemas import (
     DeadLetterOut,
@@ -39,10 +40,7 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
     )
 
     def repo_view(repo: str) -> RepoView:
-        view = model.repos.get(repo)
-        if view is None:
-            raise HTTPException(404, f"unknown repository {repo!r}; see /repositories")
-        return view
+        return lookup_repo(model, repo)
 
     def file_record(view: RepoView, path: str) -> FileRecord:
         record = view.state.files.get(path.strip("/"))

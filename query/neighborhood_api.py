@@ -35,6 +35,7 @@ from query.neighborhood_schemas import (
     StandingPage,
 )
 from query.read_model import ReadModel, RepoView
+from query.repo_lookup import repo_view as lookup_repo
 from stores.neighborhoods import NeighborhoodRecord, NeighborhoodSnapshot
 
 MAX_PAGE = 1000
@@ -83,10 +84,7 @@ def create_neighborhood_routes(model: ReadModel) -> APIRouter:
     cache = StateCache()
 
     def repo_view(repo: str) -> RepoView:
-        view = model.repos.get(repo)
-        if view is None:
-            raise HTTPException(404, f"unknown repository {repo!r}; see /repositories")
-        return view
+        return lookup_repo(model, repo)
 
     def snapshot_of(view: RepoView) -> NeighborhoodSnapshot:
         if view.neighborhoods is None:

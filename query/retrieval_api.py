@@ -20,6 +20,7 @@ from processors.retrieval.context_pack import ContextPack, build_pack, file_cont
 from processors.retrieval.context_pack import symbol_context as symbol_pack
 from query.neighborhood_api import StateCache
 from query.read_model import ReadModel, RepoView
+from query.repo_lookup import repo_view as lookup_repo
 from stores.freshness import Freshness
 from stores.records import ChunkRecord
 
@@ -91,10 +92,7 @@ def create_retrieval_routes(model: ReadModel) -> APIRouter:
     cache = StateCache()
 
     def repo_view(repo: str) -> RepoView:
-        view = model.repos.get(repo)
-        if view is None:
-            raise HTTPException(404, f"unknown repository {repo!r}; see /repositories")
-        return view
+        return lookup_repo(model, repo)
 
     def adjacency(view: RepoView) -> Adjacency:
         return cache.get(view, "adjacency", lambda: Adjacency.of(view.state))
