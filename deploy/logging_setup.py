@@ -7,7 +7,8 @@ import sys
 
 import structlog
 
-NOISY = ("aiokafka", "faust", "mode", "uvicorn.access", "kafka")
+# httpx logs every request at info: noise on a terminal, and on an MCP server's stderr.
+NOISY = ("aiokafka", "faust", "mode", "uvicorn.access", "kafka", "httpx")
 
 
 def configure_logging(level: str = "info", fmt: str = "console") -> None:

@@ -22,6 +22,7 @@ import uvicorn
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from deploy import tansu_quirks
+from deploy.dense_setup import dense_index
 from deploy.settings import Settings
 from deploy.topics_admin import ensure_topics
 from processors.app import MAX_DELTA_BYTES, WorkerConfig, create_app
@@ -32,6 +33,7 @@ from producers.kafka_sink import KafkaSink
 from producers.session import SourceOptions, describe_repository, run_source
 from query.api import create_api
 from query.materializer import Materializer
+from query.mcp_tools import mount_mcp
 from query.read_model import ReadModel
 from stores.delta_log import KafkaDeltaLog
 from stores.snapshot_log import KafkaSnapshotLog
@@ -158,6 +160,8 @@ async def run_query(
 ) -> None:
     """The query service; ``ready`` is set once the read side has caught up."""
     model = model or ReadModel()
+    if model.dense is None and not model.repos:
+        model.dense = dense_index(settings)
     materializer = Materializer(
         model,
         cluster.bootstrap,
@@ -166,33 +170,45 @@ async def run_query(
         ready=ready,
     )
     api = create_api(model, ready=materializer.ready.is_set)
+    mcp = mount_mcp(api, host=settings.host)
     sock = listen(settings.host, settings.port)
     port = sock.getsockname()[1]
     server = _QuietServer(
         uvicorn.Config(api, host=settings.host, port=port, log_config=None, access_log=False)
     )
-    feeding = asyncio.create_task(materializer.run(stop), name="materializer")
-    serving = asyncio.create_task(server.serve(sockets=[sock]), name="http")
-    while not server.started and not serving.done():
-        await asyncio.sleep(0.05)
-    url = f"http://{settings.host}:{port}"
-    log.info("query_service_listening", url=url, docs=f"{url}/docs")
-    if on_listening is not None:
-        result = on_listening(url)
-        if result is not None:
-            await result
-    stopping = asyncio.ensure_future(stop.wait())
-    try:
-        # The service is only as good as its read side: if feeding dies, so does the part.
-        await asyncio.wait([stopping, feeding, serving], return_when=asyncio.FIRST_COMPLETED)
-        for task in (feeding, serving):
-            if task.done() and not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
-    finally:
-        stopping.cancel()
-        server.should_exit = True
-        await asyncio.gather(serving, feeding, return_exceptions=True)
-        log.info("query_service_stopped")
+    async with contextlib.AsyncExitStack() as mcp_running:
+        # The MCP session manager's task group serves /mcp: it runs before the first
+        # request and stops before uvicorn, whose shutdown waits for open requests.
+        await mcp_running.enter_async_context(mcp.run())
+        feeding = asyncio.create_task(materializer.run(stop), name="materializer")
+        serving = asyncio.create_task(server.serve(sockets=[sock]), name="http")
+        embedding = (
+            asyncio.create_task(model.dense.run(stop), name="embedding")
+            if model.dense is not None
+            else None
+        )
+        while not server.started and not serving.done():
+            await asyncio.sleep(0.05)
+        url = f"http://{settings.host}:{port}"
+        log.info("query_service_listening", url=url, docs=f"{url}/docs", mcp=f"{url}/mcp")
+        if on_listening is not None:
+            result = on_listening(url)
+            if result is not None:
+                await result
+        stopping = asyncio.ensure_future(stop.wait())
+        try:
+            # The service is only as good as its read side: if feeding dies, so does the part.
+            await asyncio.wait([stopping, feeding, serving], return_when=asyncio.FIRST_COMPLETED)
+            for task in (feeding, serving):
+                if task.done() and not task.cancelled() and task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
+        finally:
+            stopping.cancel()
+            await mcp_running.aclose()
+            server.should_exit = True
+            tasks = [serving, feeding] + ([embedding] if embedding is not None else [])
+            await asyncio.gather(*tasks, return_exceptions=True)
+    log.info("query_service_stopped")
 
 
 async def run_sources(

@@ -64,6 +64,7 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
 
     @api.get("/health", response_model=Health)
     async def health() -> Health:
+        """Whether the service is up and its read side has caught up with the topics."""
         return Health(
             status="ok",
             ready=ready(),
@@ -74,15 +75,18 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
 
     @api.get("/repositories", response_model=RepositoryList)
     async def repositories() -> RepositoryList:
+        """Every indexed repository with its counts and freshness."""
         items = [repository(model.repos[r]) for r in sorted(model.repos)]
         return RepositoryList(total=len(items), items=items)
 
     @api.get("/repositories/{repo}", response_model=Repository)
     async def one_repository(repo: str) -> Repository:
+        """One repository: counts, branch, root and freshness."""
         return repository(repo_view(repo))
 
     @api.get("/repositories/{repo}/freshness", response_model=Freshness)
     async def freshness(repo: str) -> Freshness:
+        """How far to trust answers about a repository: indexed vs head commit, pending."""
         return model.freshness(repo_view(repo).state.repo)
 
     @api.get("/repositories/{repo}/files", response_model=FilePage)
@@ -95,6 +99,7 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
         offset: int = Query(0, ge=0),
         limit: int = Query(100, ge=1, le=MAX_PAGE),
     ) -> FilePage:
+        """A repository's files, filtered and paged, with the true total."""
         view = repo_view(repo)
         matched = [
             r
@@ -128,6 +133,7 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
 
     @api.get("/repositories/{repo}/files/{path:path}", response_model=FileDetail)
     async def file_detail(repo: str, path: str) -> FileDetail:
+        """One file: symbols with line ranges, imports, what it depends on and is used by."""
         view = repo_view(repo)
         record = file_record(view, path)
         node = f"file:{record.path}"
@@ -175,6 +181,7 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
         path: str = Query(..., description="the file's path in the repository"),
         kind: str | None = Query(None, description="CLASS, FUNCTION, METHOD, ..."),
     ) -> SymbolPage:
+        """The symbols a file defines, optionally of one kind."""
         view = repo_view(repo)
         record = file_record(view, path)
         items = [s for s in record.symbols if kind is None or s.kind == kind.upper()]
@@ -191,6 +198,7 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
 
     @api.get("/dead-letters", response_model=DeadLetterPage)
     async def dead_letters(limit: int = Query(20, ge=1, le=100)) -> DeadLetterPage:
+        """The most recent events that could not be processed, with the reason."""
         recent = list(model.dead_letters)[-limit:][::-1]
         return DeadLetterPage(
             total=model.dead_letters_total,

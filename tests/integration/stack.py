@@ -27,6 +27,9 @@ def stack_settings(bootstrap: str, data_dir: Path, **overrides: object) -> Setti
         "heartbeat_s": 1.0,
         "debounce_ms": 50,
         "poll_s": 0.1,
+        # Dense retrieval in the background: the hashing embedder keeps the 2 cores for
+        # the pipeline under test (the default model has its own unit tests).
+        "embedder": "hash:256",
     }
     fields.update(overrides)
     return Settings(**fields)  # type: ignore[arg-type]

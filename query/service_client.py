@@ -1,0 +1,68 @@
+"""The query service as its clients see it: one GET, its JSON answer, or why not.
+
+The MCP tools and the CLI's ``search`` and ``context`` verbs both go through here, so
+both report a refusal with the service's own message (404 unknown repository, 409 no
+neighborhoods yet, 422 bad arguments) and an unreachable service in one sentence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+
+class QueryError(Exception):
+    """The service refused (``status`` is its HTTP status) or did not answer (None)."""
+
+    def __init__(self, message: str, status: int | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+def expand(template: str, values: Mapping[str, object]) -> str:
+    """Fill a path template such as ``/repositories/{repo}/files/{path}``.
+
+    Every value is quoted whole ('/' too): servers route on the decoded path, so a
+    file path still reaches a ``{path:path}`` parameter intact.
+    """
+    return template.format_map({k: quote(str(v), safe="") for k, v in values.items()})
+
+
+async def get_json(
+    client: httpx.AsyncClient, path: str, params: Mapping[str, object] | None = None
+) -> Any:
+    """GET ``path``; None-valued parameters are left out, as if not given."""
+    query = {k: v for k, v in (params or {}).items() if v is not None}
+    try:
+        response = await client.get(path, params=query)  # type: ignore[arg-type]
+    except httpx.HTTPError as exc:
+        reason = str(exc) or type(exc).__name__
+        raise QueryError(
+            f"the query service at {client.base_url} did not answer: {reason}", None
+        ) from exc
+    if response.is_error:
+        raise QueryError(f"{refusal(response)} (HTTP {response.status_code})", response.status_code)
+    return response.json()
+
+
+def refusal(response: httpx.Response) -> str:
+    """The service's message: FastAPI's ``detail``, a string or a list of field errors."""
+    try:
+        detail = response.json().get("detail")
+    except (ValueError, AttributeError):
+        detail = None
+    if isinstance(detail, str):
+        return detail
+    if isinstance(detail, list) and detail:
+        return "; ".join(field_error(e) for e in detail if isinstance(e, dict))
+    return response.text[:300] or response.reason_phrase
+
+
+def field_error(error: Mapping[str, Any]) -> str:
+    # loc is ("query", "limit") or ("path", "repo"): the argument's name is what helps.
+    where = ".".join(str(p) for p in error.get("loc", ())[1:]) or "request"
+    return f"{where}: {error.get('msg', 'invalid')}"

@@ -1,0 +1,92 @@
+"""A real query service over a read model fed with real deltas, on a loopback port.
+
+The HTTP API and its MCP endpoint are built and mounted as ``run_query`` builds them;
+only the read side is fed here (RepoIndex deltas and a recluster) instead of from the
+topics, so the MCP and CLI tests need no broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import uvicorn
+
+from deploy.runtime import listen
+from processors.indexer import RepoIndex
+from processors.neighborhoods.graph_state import FileGraphState
+from processors.neighborhoods.recluster import ReclusterSettings, recluster
+from query.api import create_api
+from query.mcp_tools import mount_mcp
+from query.read_model import ReadModel
+from tests.factories import Stamp
+
+FILES = {
+    "app/sessions.py": (
+        "from app.models import Response\n\n"
+        "class Session:\n"
+        "    def send(self, request):\n"
+        '        """Send a request and follow its redirects."""\n'
+        "        return self.resolve_redirects(Response())\n\n"
+        "    def resolve_redirects(self, resp):\n"
+        "        return resp.iter_content(1)\n"
+    ),
+    "app/models.py": (
+        "class Response:\n"
+        "    def iter_content(self, chunk_size):\n"
+        '        """Iterate over the response body in chunks."""\n'
+        "        return [chunk_size]\n"
+    ),
+    "tests/test_sessions.py": (
+        "from app.sessions import Session\n\ndef test_send():\n    Session().send(None)\n"
+    ),
+}
+
+
+def indexed_model() -> ReadModel:
+    """``app-1`` indexed and clustered; ``lib-2`` indexed, not clustered yet."""
+    model = ReadModel(clock=lambda: 1002.0)
+    feed(model, "app-1", FILES, clustered=True)
+    feed(model, "lib-2", {"lib/util.py": "def helper():\n    return 1\n"}, clustered=False)
+    return model
+
+
+def feed(model: ReadModel, repo: str, files: dict[str, str], *, clustered: bool) -> None:
+    index, stamp = RepoIndex(repo), Stamp(repo)
+    events = [stamp.changed(p, t, origin="scan") for p, t in files.items()]
+    for event in [*events, stamp.scan_completed("c1")]:
+        delta = index.handle(event, now=1000.0)
+        assert delta is not None
+        model.apply_delta(delta)
+    if clustered:
+        model.apply_snapshot(
+            recluster(FileGraphState.of(index.state), None, ReclusterSettings(), now=1001.0)
+        )
+
+
+@contextmanager
+def query_service(model: ReadModel) -> Iterator[str]:
+    """Serve the API with MCP at /mcp in a background thread; yields its URL."""
+    api = create_api(model, ready=lambda: True)
+    endpoint = mount_mcp(api, host="127.0.0.1")
+    sock = listen("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(api, log_config=None, access_log=False))
+
+    async def serve() -> None:
+        async with endpoint.run():
+            await server.serve(sockets=[sock])
+
+    thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
+    thread.start()
+    try:
+        for _ in range(200):
+            if server.started or not thread.is_alive():
+                break
+            threading.Event().wait(0.05)
+        assert server.started, "the query service did not start"
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
