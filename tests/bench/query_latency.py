@@ -9,7 +9,8 @@ importance. With an embedder, the chunks of the ``--embed-files`` most important
 files get vectors first (all of them with 0), as the background filler would. Then
 ``--queries`` questions (function docstrings, seeded) go through the HTTP app
 in process: ``/search`` and ``/context``, timed per request. Memory: tracemalloc of
-the read side (state, retrieval and vectors) after the fold.
+the read side (state, retrieval index, embedding queue) after the fold, the indexer
+dropped.
 """
 
 from __future__ import annotations
@@ -79,10 +80,13 @@ def run(corpus: str, count: int, embedder: str, embed_files: int) -> dict[str, A
         delta = index.handle(event, time.time())
         if delta is not None:
             model.apply_delta(delta)
+    del index, events  # what stays is the read side: state, retrieval, the queue
+    gc.collect()
     read_side_mb = tracemalloc.get_traced_memory()[0] / 1e6
     tracemalloc.stop()
+    state = model.repos[corpus].state
     model.apply_snapshot(
-        recluster(FileGraphState.of(index.state), None, ReclusterSettings(), now=time.time())
+        recluster(FileGraphState.of(state), None, ReclusterSettings(), now=time.time())
     )
     embedded = 0
     if dense is not None:
