@@ -91,6 +91,7 @@ class RepoRetrieval:
         path_prefix: str | None = None,
         importance: Mapping[str, float] | None = None,
         weights: RankWeights | None = None,
+        recent: Mapping[str, float] | None = None,
     ) -> list[RankedFile]:
         dense = (
             self.dense.search(self.repo, question, limit=200, path_prefix=path_prefix)
@@ -108,4 +109,5 @@ class RepoRetrieval:
             path_prefix=path_prefix,
             dense=dense,
             sources=self.sources,
+            recent=recent,
         )

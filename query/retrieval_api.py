@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from processors.retrieval.adjacency import Adjacency
 from processors.retrieval.context_pack import ContextPack, build_pack, file_context, render
 from processors.retrieval.context_pack import symbol_context as symbol_pack
+from processors.retrieval.session_memory import SessionMemory
 from query.neighborhood_api import StateCache
 from query.read_model import ReadModel, RepoView
 from query.repo_lookup import repo_view as lookup_repo
@@ -57,6 +58,26 @@ class SearchPage(BaseModel):
     freshness: Freshness
 
 
+class SeedNeighborhood(BaseModel):
+    id: str
+    label: str
+    size: int
+    cohesion: float
+    entry_points: list[str]
+    score: float = Field(description="the sum of its matched files' search scores")
+    matched: list[SearchHit] = Field(description="its files among the hits, best first")
+
+
+class SessionStart(BaseModel):
+    repo: str
+    query: str
+    retrievers: list[str]
+    total: int = Field(description="neighborhoods (of two files or more) the hits fell in")
+    neighborhoods: list[SeedNeighborhood] = Field(description="the best, at most `top`")
+    snapshot_stale: bool | None = Field(description="None before the first recluster")
+    freshness: Freshness
+
+
 class ContextOut(BaseModel):
     repo: str
     title: str
@@ -87,9 +108,13 @@ def importance_of(view: RepoView) -> Mapping[str, float]:
     return {f.path: f.importance for f in snapshot.files} if snapshot else {}
 
 
+SESSION = Query(None, max_length=200, description="an id: recent answers lift its files")
+
+
 def create_retrieval_routes(model: ReadModel) -> APIRouter:
     router = APIRouter(tags=["retrieval"])
     cache = StateCache()
+    sessions = SessionMemory()
 
     def repo_view(repo: str) -> RepoView:
         return lookup_repo(model, repo)
@@ -100,6 +125,42 @@ def create_retrieval_routes(model: ReadModel) -> APIRouter:
     def chunks(view: RepoView) -> dict[str, Sequence[ChunkRecord]]:
         return cache.get(view, "chunks", lambda: chunks_by_path(view))
 
+    def hits_for(
+        view: RepoView,
+        q: str,
+        limit: int,
+        path_prefix: str | None,
+        session: str | None,
+    ) -> tuple[list[SearchHit], int]:
+        repo = view.state.repo
+        recent = sessions.boosts(repo, session) if session else None
+        ranked = view.retrieval.search(
+            q, limit=limit, path_prefix=path_prefix, importance=importance_of(view), recent=recent
+        )
+        standing = {f.path: f for f in view.neighborhoods.files} if view.neighborhoods else {}
+        labels = (
+            {n.id: n.label for n in view.neighborhoods.neighborhoods} if view.neighborhoods else {}
+        )
+        hits = []
+        for hit in ranked:
+            chunk = view.retrieval.chunks.get(hit.best_chunk) if hit.best_chunk else None
+            place = standing.get(hit.path)
+            hits.append(
+                SearchHit(
+                    path=hit.path,
+                    score=round(hit.score, 6),
+                    signals={k: round(v, 6) for k, v in sorted(hit.signals.items())},
+                    best_chunk=(
+                        ChunkOut.model_validate(chunk, from_attributes=True) if chunk else None
+                    ),
+                    read=read_range(chunk),
+                    inbound_degree=place.in_degree if place else None,
+                    neighborhood=place.neighborhood if place else None,
+                    neighborhood_label=labels.get(place.neighborhood) if place else None,
+                )
+            )
+        return hits, len(ranked)
+
     @router.get("/repositories/{repo}/search", response_model=SearchPage)
     async def search(
         repo: str,
@@ -107,43 +168,72 @@ def create_retrieval_routes(model: ReadModel) -> APIRouter:
         limit: int = Query(10, ge=1, le=100),
         path_prefix: str | None = Query(None, description="only files under this prefix"),
         max_tokens: int = Query(2000, ge=100, le=50_000, description="bound on the answer"),
+        session: str | None = SESSION,
     ) -> SearchPage:
         """Files ranked for a question, with the lines to read first."""
         view = repo_view(repo)
-        ranked = view.retrieval.search(
-            q, limit=limit, path_prefix=path_prefix, importance=importance_of(view)
-        )
-        standing = {f.path: f for f in view.neighborhoods.files} if view.neighborhoods else {}
-        labels = (
-            {n.id: n.label for n in view.neighborhoods.neighborhoods} if view.neighborhoods else {}
-        )
+        ranked, total = hits_for(view, q, limit, path_prefix, session)
         items: list[SearchHit] = []
         used = 0
-        for hit in ranked:
-            chunk = view.retrieval.chunks.get(hit.best_chunk) if hit.best_chunk else None
-            place = standing.get(hit.path)
-            item = SearchHit(
-                path=hit.path,
-                score=round(hit.score, 6),
-                signals={k: round(v, 6) for k, v in sorted(hit.signals.items())},
-                best_chunk=ChunkOut.model_validate(chunk, from_attributes=True) if chunk else None,
-                read=read_range(chunk),
-                inbound_degree=place.in_degree if place else None,
-                neighborhood=place.neighborhood if place else None,
-                neighborhood_label=labels.get(place.neighborhood) if place else None,
-            )
+        for item in ranked:
             cost = len(item.model_dump_json()) // 4
             if items and used + cost > max_tokens:
                 break
             items.append(item)
             used += cost
+        if session:
+            sessions.touch(repo, session, [item.path for item in items[:3]])
         return SearchPage(
             repo=repo,
             query=q,
             retrievers=list(view.retrieval.retrievers),
-            total=len(ranked),
-            truncated=len(items) < len(ranked),
+            total=total,
+            truncated=len(items) < total,
             items=items,
+            freshness=model.freshness(repo),
+        )
+
+    @router.get("/repositories/{repo}/session-start", response_model=SessionStart)
+    async def session_start(
+        repo: str,
+        q: str = Query(..., min_length=1, description="the first message of the session"),
+        top: int = Query(3, ge=1, le=10, description="neighborhoods to return"),
+        hits: int = Query(20, ge=1, le=100, description="search hits mapped to neighborhoods"),
+        matched: int = Query(5, ge=1, le=20, description="matched files per neighborhood"),
+        session: str | None = SESSION,
+    ) -> SessionStart:
+        """Where to start: the neighborhoods the first message falls in, with their
+        entry points, cohesion and matched files (one-file neighborhoods left out)."""
+        view = repo_view(repo)
+        found, _ = hits_for(view, q, hits, None, session)
+        records = {n.id: n for n in view.neighborhoods.neighborhoods} if view.neighborhoods else {}
+        grouped: dict[str, list[SearchHit]] = {}
+        for hit in found:
+            record = records.get(hit.neighborhood or "")
+            if record is not None and record.size > 1:
+                grouped.setdefault(record.id, []).append(hit)
+        ranked = sorted(grouped.items(), key=lambda item: (-sum(h.score for h in item[1]), item[0]))
+        chosen = [
+            SeedNeighborhood(
+                id=nid,
+                label=records[nid].label,
+                size=records[nid].size,
+                cohesion=records[nid].cohesion,
+                entry_points=list(records[nid].entry_points),
+                score=round(sum(h.score for h in members), 6),
+                matched=members[:matched],
+            )
+            for nid, members in ranked[:top]
+        ]
+        if session:
+            sessions.touch(repo, session, [m.path for n in chosen for m in n.matched[:1]])
+        return SessionStart(
+            repo=repo,
+            query=q,
+            retrievers=list(view.retrieval.retrievers),
+            total=len(ranked),
+            neighborhoods=chosen,
+            snapshot_stale=view.neighborhoods_stale if view.neighborhoods else None,
             freshness=model.freshness(repo),
         )
 
@@ -155,6 +245,7 @@ def create_retrieval_routes(model: ReadModel) -> APIRouter:
         path: str | None = Query(None, description="a file's path"),
         budget: int = Query(8000, ge=50, le=100_000, description="tokens (characters / 4)"),
         seeds: int = Query(3, ge=1, le=10, description="search hits to start from (with q)"),
+        session: str | None = SESSION,
     ) -> ContextOut:
         """A context pack within the budget: targets in full, related code as signatures."""
         view = repo_view(repo)
@@ -169,12 +260,17 @@ def create_retrieval_routes(model: ReadModel) -> APIRouter:
             pack = symbol_pack(view.state, by_path, symbol, budget=budget, adjacency=adj)
         else:
             assert q is not None
-            hits = view.retrieval.search(q, limit=seeds, importance=importance_of(view))
+            recent = sessions.boosts(repo, session) if session else None
+            hits = view.retrieval.search(
+                q, limit=seeds, importance=importance_of(view), recent=recent
+            )
             top = hits[0].score if hits and hits[0].score > 0 else 1.0
             starts = [(h.best_chunk or f"file:{h.path}", h.score / top) for h in hits]
             pack = build_pack(
                 view.state, by_path, starts, budget=budget, title=q[:80], adjacency=adj
             )
+        if session:
+            sessions.touch(repo, session, [t.path for t in pack.targets if t.path])
         return context_out(repo, pack, model.freshness(repo))
 
     return router

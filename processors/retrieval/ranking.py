@@ -16,7 +16,8 @@ stem (``sessions``). Each file gets signals in [0, 1]:
 - ``source``: it is source code, not documentation or an example under ``doc/``,
   ``docs/`` or ``examples/``: prose matches prose, but the answer to "where" is code
   (on the benchmark's development split, documents and example snippets took the top
-  places of 7 of the 22 misses).
+  places of 7 of the 22 misses);
+- ``session``: the agent's session touched it recently (1 for the latest, fading).
 
 The score is the weighted sum (`RankWeights`, tunable). Files that the question names
 are candidates even when BM25 does not retrieve them.
@@ -44,6 +45,7 @@ class RankWeights:
     filename: float = 0.15
     structural: float = 0.1
     source: float = 0.15
+    session: float = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +97,7 @@ def rank(
     dense: list[tuple[str, float, str]] | None = None,
     rrf_k: int = 60,
     sources: Set[str] = frozenset(),
+    recent: Mapping[str, float] | None = None,
 ) -> list[RankedFile]:
     """The files best matching ``question``, best first (ties by path).
 
@@ -149,6 +152,8 @@ def rank(
             signals[path]["structural"] = importance[path]
         if path in sources:
             signals[path]["source"] = 1.0
+        if recent and path in recent:
+            signals[path]["session"] = recent[path]
     ranked = [
         RankedFile(path, _score(s, weights), best.get(path), s) for path, s in signals.items()
     ]
@@ -156,7 +161,7 @@ def rank(
     return ranked[:limit]
 
 
-SCORED = ("text", "path", "symbol", "filename", "structural", "source")
+SCORED = ("text", "path", "symbol", "filename", "structural", "source", "session")
 _NOT_SOURCE = re.compile(r"(^|/)(docs?|examples?)/")
 
 

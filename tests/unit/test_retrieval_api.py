@@ -94,3 +94,24 @@ def test_context_for_a_question_a_symbol_and_a_file_stays_within_budget(
     assert client.get("/repositories/app-1/context").status_code == 422
     missing = client.get("/repositories/app-1/context", params={"path": "nope.py"})
     assert missing.status_code == 404
+
+
+def test_a_session_lifts_what_it_touched_and_starts_at_its_neighborhoods(
+    client: TestClient,
+) -> None:
+    question = {"q": "response chunks", "limit": 3}
+    plain = client.get("/repositories/app-1/search", params=question).json()
+    assert all("session" not in hit["signals"] for hit in plain["items"])
+    start = client.get(
+        "/repositories/app-1/session-start", params={"q": "send a request", "session": "s1"}
+    ).json()
+    assert start["total"] == len(start["neighborhoods"]) >= 1
+    first = start["neighborhoods"][0]
+    assert first["size"] > 1 and first["entry_points"] and first["matched"]
+    assert first["matched"][0]["neighborhood"] == first["id"]
+    touched = first["matched"][0]["path"]
+    later = client.get("/repositories/app-1/search", params={**question, "session": "s1"}).json()
+    boosted = {hit["path"]: hit["signals"].get("session") for hit in later["items"]}
+    assert boosted[touched] == 1.0  # the latest thing the session touched
+    other = client.get("/repositories/app-1/search", params={**question, "session": "s2"})
+    assert all("session" not in hit["signals"] for hit in other.json()["items"])
