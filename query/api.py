@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from fastapi import FastAPI, HTTPException, Query
 
+from query.graph_search_api import create_graph_search_routes
 from query.neighborhood_api import create_neighborhood_routes
 from query.read_model import ReadModel, RepoView
 from query.repo_lookup import repo_view as lookup_repo
@@ -195,6 +196,7 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
 
     api.include_router(create_neighborhood_routes(model))
     api.include_router(create_retrieval_routes(model))
+    api.include_router(create_graph_search_routes(model))
 
     @api.get("/dead-letters", response_model=DeadLetterPage)
     async def dead_letters(limit: int = Query(20, ge=1, le=100)) -> DeadLetterPage:

@@ -50,6 +50,7 @@ TOOLS: Mapping[str, str] = {
     "symbols": "/repositories/{repo}/symbols",
     "search": "/repositories/{repo}/search",
     "context": "/repositories/{repo}/context",
+    "graph_search": "/repositories/{repo}/graph-search",
     "session_start": "/repositories/{repo}/session-start",
     "neighborhoods": "/repositories/{repo}/neighborhoods",
     "neighborhood": "/repositories/{repo}/neighborhoods/{nid}",
