@@ -10,6 +10,10 @@ ranks the files for the issue text and writes one prediction line per instance:
 Two baselines are computed in the same run over the same files and written beside the
 predictions: whole-file BM25 on plain words (``*.bm25-files.jsonl``) and chunk BM25
 with code-aware tokens, each file scored by its best chunk (``*.bm25-chunks.jsonl``).
+The files of the context pack the service would build for the issue (8,000 tokens)
+are written too, in the pack's order (``*.pack.jsonl``): score.py's Acc@10 of that
+file is the share of instances whose gold files are all in the pack (packs show
+fewer than 10 files).
 The fix of an issue lands in source, not in tests: files that look like tests are left
 out of every ranking (the same rule for Gazetteer and the baselines).
 """
@@ -29,11 +33,13 @@ from processors.graph.build import is_test_path
 from processors.indexer import RepoIndex
 from processors.neighborhoods.graph_state import FileGraphState
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
+from processors.retrieval.context_pack import ContextPack
 from processors.retrieval.sparse import FileBM25
 from producers.events import FileChanged
 from producers.scan import ScanOptions, WorkTree, full_scan
 from producers.source import InMemorySink, Source
-from query.retrieval import RepoRetrieval
+from query.retrieval import RepoRetrieval, question_pack
+from stores.repo_state import RepoState
 
 log = structlog.get_logger(__name__)
 
@@ -68,6 +74,7 @@ def read_instances(dataset: Path) -> Iterator[Instance]:
 
 @dataclass
 class Indexed:
+    state: RepoState
     retrieval: RepoRetrieval
     importance: dict[str, float]
     whole_files: FileBM25
@@ -90,7 +97,20 @@ async def index_folder(root: Path, repo: str) -> Indexed:
             whole.add(event.path, event.content.decode("utf-8", errors="replace"))
     snapshot = recluster(FileGraphState.of(index.state), None, ReclusterSettings(), now=0.0)
     importance = {f.path: f.importance for f in snapshot.files}
-    return Indexed(retrieval, importance, whole, time.perf_counter() - started)
+    return Indexed(index.state, retrieval, importance, whole, time.perf_counter() - started)
+
+
+def pack_of(indexed: Indexed, question: str) -> ContextPack:
+    """The pack the /context endpoint would answer for the issue, 8,000 tokens."""
+    by_path = {p: r.chunks for p, r in indexed.state.files.items() if r.chunks}
+    return question_pack(
+        indexed.state,
+        indexed.retrieval,
+        question,
+        by_path,
+        budget=8000,
+        importance=indexed.importance,
+    )
 
 
 def _source_only(paths: Iterable[str]) -> list[str]:
@@ -104,6 +124,7 @@ async def localize(dataset: Path, repos: Path, out: Path, *, limit: int | None =
         "gazetteer": out,
         "bm25-files": out.with_suffix(".bm25-files.jsonl"),
         "bm25-chunks": out.with_suffix(".bm25-chunks.jsonl"),
+        "pack": out.with_suffix(".pack.jsonl"),
     }
     handles = {name: path.open("w") for name, path in files.items()}
     done = 0
@@ -131,6 +152,7 @@ async def localize(dataset: Path, repos: Path, out: Path, *, limit: int | None =
                 "bm25-chunks": [
                     p for p, _, _ in indexed.retrieval.sparse.rank_files(question, pool)
                 ],
+                "pack": [r.path for r in pack_of(indexed, question).files],
             }
             for name, ranked in rankings.items():
                 line = {"instance_id": instance.instance_id, "ranked_files": _source_only(ranked)}

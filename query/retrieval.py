@@ -9,13 +9,16 @@ The evaluation command drives this same class.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
+from processors.retrieval.adjacency import Adjacency
+from processors.retrieval.context_pack import ContextPack, build_pack
 from processors.retrieval.ranking import RankedFile, RankWeights, is_source, rank
 from processors.retrieval.sparse import SparseIndex
 from query.dense import DenseIndex
 from stores.deltas import GraphDelta
 from stores.records import ChunkRecord, FileRecord
+from stores.repo_state import RepoState
 
 DEFINING_KINDS = frozenset(
     {"CLASS", "FUNCTION", "METHOD", "INTERFACE", "STRUCT", "ENUM", "TRAIT", "TYPE"}
@@ -111,3 +114,25 @@ class RepoRetrieval:
             sources=self.sources,
             recent=recent,
         )
+
+
+def question_pack(
+    state: RepoState,
+    retrieval: RepoRetrieval,
+    question: str,
+    chunks_by_path: Mapping[str, Sequence[ChunkRecord]],
+    *,
+    budget: int,
+    seeds: int = 3,
+    importance: Mapping[str, float] | None = None,
+    recent: Mapping[str, float] | None = None,
+    adjacency: Adjacency | None = None,
+) -> ContextPack:
+    """The context pack for a question: its best search hits are the targets (the
+    /context endpoint and the evaluation build packs with this one function)."""
+    hits = retrieval.search(question, limit=seeds, importance=importance, recent=recent)
+    top = hits[0].score if hits and hits[0].score > 0 else 1.0
+    starts = [(h.best_chunk or f"file:{h.path}", h.score / top) for h in hits]
+    return build_pack(
+        state, chunks_by_path, starts, budget=budget, title=question[:80], adjacency=adjacency
+    )

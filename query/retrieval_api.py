@@ -16,12 +16,13 @@ from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, Field
 
 from processors.retrieval.adjacency import Adjacency
-from processors.retrieval.context_pack import ContextPack, build_pack, file_context, render
+from processors.retrieval.context_pack import ContextPack, file_context, render
 from processors.retrieval.context_pack import symbol_context as symbol_pack
 from processors.retrieval.session_memory import SessionMemory
 from query.neighborhood_api import StateCache
 from query.read_model import ReadModel, RepoView
 from query.repo_lookup import repo_view as lookup_repo
+from query.retrieval import question_pack
 from stores.freshness import Freshness
 from stores.records import ChunkRecord
 
@@ -260,14 +261,16 @@ def create_retrieval_routes(model: ReadModel) -> APIRouter:
             pack = symbol_pack(view.state, by_path, symbol, budget=budget, adjacency=adj)
         else:
             assert q is not None
-            recent = sessions.boosts(repo, session) if session else None
-            hits = view.retrieval.search(
-                q, limit=seeds, importance=importance_of(view), recent=recent
-            )
-            top = hits[0].score if hits and hits[0].score > 0 else 1.0
-            starts = [(h.best_chunk or f"file:{h.path}", h.score / top) for h in hits]
-            pack = build_pack(
-                view.state, by_path, starts, budget=budget, title=q[:80], adjacency=adj
+            pack = question_pack(
+                view.state,
+                view.retrieval,
+                q,
+                by_path,
+                budget=budget,
+                seeds=seeds,
+                importance=importance_of(view),
+                recent=sessions.boosts(repo, session) if session else None,
+                adjacency=adj,
             )
         if session:
             sessions.touch(repo, session, [t.path for t in pack.targets if t.path])

@@ -53,7 +53,11 @@ def test_eval_localize_writes_predictions_and_the_baselines(tmp_path: Path) -> N
     assert line["instance_id"] == "acme__shop-1"
     assert line["ranked_files"][0] == "shop/cart.py"
     assert "tests/test_cart.py" not in line["ranked_files"]  # a fix lands in source
-    for baseline in ("predictions.bm25-files.jsonl", "predictions.bm25-chunks.jsonl"):
+    for baseline in (
+        "predictions.bm25-files.jsonl",
+        "predictions.bm25-chunks.jsonl",
+        "predictions.pack.jsonl",
+    ):
         (row,) = [json.loads(x) for x in (out.parent / baseline).read_text().splitlines()]
         assert row["instance_id"] == "acme__shop-1"
 
