@@ -20,6 +20,7 @@ delta free to land between two queries (sympy: 1,500 files, 40k symbols).
 from __future__ import annotations
 
 import fnmatch
+import heapq
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -212,8 +213,13 @@ def search_channel(
             df[t] += 1
     idf = {t: math.log(1 + n / df[t]) if df[t] else 0.0 for t in terms}
     hits = [hit(item, kinds, idf, importance) for item, kinds in found]
-    hits.sort(key=lambda h: (-h.score, -h.importance, h.path, h.line_start or 0, h.text))
-    return ChannelPage(channel, len(hits), offset, limit, tuple(hits[offset : offset + limit]))
+    # Only the page's prefix is ordered: a broad query matches tens of thousands.
+    best = heapq.nsmallest(
+        offset + limit,
+        hits,
+        key=lambda h: (-h.score, -h.importance, h.path, h.line_start or 0, h.text),
+    )
+    return ChannelPage(channel, len(hits), offset, limit, tuple(best[offset : offset + limit]))
 
 
 def hit(
