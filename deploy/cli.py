@@ -62,6 +62,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     localize.add_argument("--out", type=Path, required=True, help="predictions, JSON lines")
     localize.add_argument("--limit", type=int, help="only the first N instances")
+    localize.add_argument(
+        "--embedder", help="add the dense signal: default, hash:256, onnx:..., st:..., openai:..."
+    )
     _query_verbs(sub)
     return parser
 
@@ -257,7 +260,7 @@ def _eval(args: argparse.Namespace) -> int:
         print(f"gazetteer eval localize: no directory {args.repos}", file=sys.stderr)
         return 2
     try:
-        done = run_localize(args.dataset, args.repos, args.out, args.limit)
+        done = run_localize(args.dataset, args.repos, args.out, args.limit, args.embedder)
     except ValueError as exc:
         print(f"gazetteer eval localize: {exc}", file=sys.stderr)
         return 2

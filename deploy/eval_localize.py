@@ -34,12 +34,16 @@ from processors.indexer import RepoIndex
 from processors.neighborhoods.graph_state import FileGraphState
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
 from processors.retrieval.context_pack import ContextPack
+from processors.retrieval.embedders import embedder_from_spec
+from processors.retrieval.embedding_cache import SqliteEmbeddingCache
 from processors.retrieval.sparse import FileBM25
 from producers.events import FileChanged
 from producers.scan import ScanOptions, WorkTree, full_scan
 from producers.source import InMemorySink, Source
+from query.dense import DenseIndex
 from query.retrieval import RepoRetrieval, question_pack
 from stores.repo_state import RepoState
+from stores.vectors import InMemoryVectorStore
 
 log = structlog.get_logger(__name__)
 
@@ -81,13 +85,13 @@ class Indexed:
     seconds: float
 
 
-async def index_folder(root: Path, repo: str) -> Indexed:
+async def index_folder(root: Path, repo: str, dense: DenseIndex | None = None) -> Indexed:
     """The repository at ``root`` through the service's own pipeline, in process."""
     started = time.perf_counter()
     sink = InMemorySink()
     source = Source(repo, str(root), sink)
     await full_scan(source, WorkTree(root, None), ScanOptions())
-    index, retrieval = RepoIndex(repo), RepoRetrieval()
+    index, retrieval = RepoIndex(repo), RepoRetrieval(repo, dense)
     whole = FileBM25()
     for event in sink.events:
         delta = index.handle(event, time.time())
@@ -117,8 +121,21 @@ def _source_only(paths: Iterable[str]) -> list[str]:
     return [p for p in paths if not is_test_path(p)][:RANKED]
 
 
-async def localize(dataset: Path, repos: Path, out: Path, *, limit: int | None = None) -> int:
-    """Write predictions (and the two baselines beside them); returns instances done."""
+async def localize(
+    dataset: Path,
+    repos: Path,
+    out: Path,
+    *,
+    limit: int | None = None,
+    embedder: str | None = None,
+    candidates: int = 15,
+) -> int:
+    """Write predictions (and the two baselines beside them); returns instances done.
+
+    With ``embedder``, the chunks of each question's ``candidates`` best files (by the
+    ranking without vectors) are embedded and the question is ranked again with the
+    dense signal fused in (the service embeds whole repositories in the background;
+    two cores cannot embed a checkout per instance)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     files = {
         "gazetteer": out,
@@ -127,6 +144,9 @@ async def localize(dataset: Path, repos: Path, out: Path, *, limit: int | None =
         "pack": out.with_suffix(".pack.jsonl"),
     }
     handles = {name: path.open("w") for name, path in files.items()}
+    # Checkouts of one repository share most chunks: the cache makes later ones cheap.
+    model = embedder_from_spec(embedder) if embedder else None
+    cache = SqliteEmbeddingCache(out.parent / "embeddings") if embedder else None
     done = 0
     try:
         for instance in read_instances(dataset):
@@ -138,9 +158,20 @@ async def localize(dataset: Path, repos: Path, out: Path, *, limit: int | None =
                     "instance_repository_missing", instance=instance.instance_id, folder=str(folder)
                 )
                 continue
-            indexed = await index_folder(folder, instance.repo.replace("/", "-"))
+            repo = instance.repo.replace("/", "-")
+            dense = (
+                DenseIndex(model, InMemoryVectorStore(), cache)
+                if model is not None and cache is not None
+                else None
+            )
+            indexed = await index_folder(folder, repo, dense)
             question = instance.problem_statement
             pool = RANKED * 3
+            if dense is not None:
+                first = indexed.retrieval.search(
+                    question, limit=candidates, importance=indexed.importance
+                )
+                dense.fill_paths(repo, [r.path for r in first])
             rankings = {
                 "gazetteer": [
                     r.path
@@ -171,5 +202,11 @@ async def localize(dataset: Path, repos: Path, out: Path, *, limit: int | None =
     return done
 
 
-def run(dataset: Path, repos: Path, out: Path, limit: int | None = None) -> int:
-    return asyncio.run(localize(dataset, repos, out, limit=limit))
+def run(
+    dataset: Path,
+    repos: Path,
+    out: Path,
+    limit: int | None = None,
+    embedder: str | None = None,
+) -> int:
+    return asyncio.run(localize(dataset, repos, out, limit=limit, embedder=embedder))

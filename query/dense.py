@@ -128,13 +128,26 @@ class DenseIndex:
             self.store_vectors(repo, chunks, vectors)
 
     def fill(self) -> int:
-        """Embed everything queued, here and now (the evaluation command, tests)."""
+        """Embed everything queued, here and now (tests)."""
         done = 0
         while (picked := self.next_batch()) is not None:
             repo, chunks = picked
             self.store_vectors(repo, chunks, self.vectors(chunks))
             done += len(chunks)
         return done
+
+    def fill_paths(self, repo: str, paths: Sequence[str]) -> int:
+        """Embed the queued chunks of these files now, the rest staying queued (the
+        evaluation embeds a question's candidate files rather than a whole checkout)."""
+        queue = self._queue.get(repo, {})
+        wanted = set(paths)
+        chunks = [q.chunk for q in queue.values() if q.chunk.path in wanted]
+        for start in range(0, len(chunks), self.batch):
+            part = chunks[start : start + self.batch]
+            for chunk in part:
+                queue.pop(chunk.id, None)
+            self.store_vectors(repo, part, self.vectors(part))
+        return len(chunks)
 
     # -- answering ----------------------------------------------------------------------
 

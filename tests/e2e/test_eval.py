@@ -61,6 +61,14 @@ def test_eval_localize_writes_predictions_and_the_baselines(tmp_path: Path) -> N
         (row,) = [json.loads(x) for x in (out.parent / baseline).read_text().splitlines()]
         assert row["instance_id"] == "acme__shop-1"
 
+    dense = gazetteer("eval", "localize", "--dataset", str(dataset), "--repos",
+                      str(tmp_path / "repos"), "--out", str(tmp_path / "dense" / "p.jsonl"),
+                      "--embedder", "hash:64")  # fmt: skip
+    assert dense.returncode == 0, dense.stderr
+    (row,) = [json.loads(x) for x in (tmp_path / "dense" / "p.jsonl").read_text().splitlines()]
+    assert row["ranked_files"][0] == "shop/cart.py"
+    assert (tmp_path / "dense" / "embeddings").is_dir()  # the cache beside the predictions
+
     missing = gazetteer("eval", "localize", "--dataset", str(tmp_path / "nope.jsonl"),
                         "--repos", str(tmp_path), "--out", str(out))  # fmt: skip
     assert missing.returncode == 2 and "no dataset" in missing.stderr

@@ -80,3 +80,15 @@ def test_a_changed_file_loses_its_vectors_at_once_and_unchanged_chunks_are_not_r
     assert delta is not None
     model.apply_delta(delta)
     assert dense.coverage("app-1")[0] == dense.coverage("app-1")[1] < known
+
+
+def test_filling_some_files_embeds_their_chunks_and_leaves_the_rest_queued() -> None:
+    model, dense, embedder, _, _ = indexed()
+    known = dense.coverage("app-1")[1]
+    models_chunks = [c for c in model.repos["app-1"].retrieval.chunks.values()
+                     if c.path == "app/models.py"]  # fmt: skip
+    assert dense.fill_paths("app-1", ["app/models.py"]) == len(models_chunks)
+    assert dense.coverage("app-1") == (len(models_chunks), known)
+    hits = dense.search("app-1", "response body", limit=5)
+    assert hits is not None and {path for path, _, _ in hits} == {"app/models.py"}
+    assert dense.fill() == known - len(models_chunks)
