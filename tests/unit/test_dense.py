@@ -83,7 +83,7 @@ def test_a_changed_file_loses_its_vectors_at_once_and_unchanged_chunks_are_not_r
 
 
 def test_filling_some_files_embeds_their_chunks_and_leaves_the_rest_queued() -> None:
-    model, dense, embedder, _, _ = indexed()
+    model, dense, _, _, _ = indexed()
     known = dense.coverage("app-1")[1]
     models_chunks = [c for c in model.repos["app-1"].retrieval.chunks.values()
                      if c.path == "app/models.py"]  # fmt: skip
