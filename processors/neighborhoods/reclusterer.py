@@ -37,7 +37,6 @@ class Reclusterer:
         self.debounce = debounce or Debounce()
         self.graphs: dict[str, FileGraphState] = {}
         self.snapshots: dict[str, NeighborhoodSnapshot] = {}
-        self._clustered: dict[str, int] = {}  # repo -> the graph seq last clustered
         self._pending: dict[str, tuple[float, float]] = {}  # repo -> (first, last) change
         self._unconfirmed: set[str] = set()  # restored, no change observed since
 
@@ -55,14 +54,13 @@ class Reclusterer:
             snapshot = snapshots.get(state.repo)
             if snapshot is not None:
                 self.snapshots[state.repo] = snapshot
-                self._clustered[state.repo] = snapshot.graph_seq
             if snapshot is None or snapshot.graph_seq < graph.seq:
                 self._pending[state.repo] = (now - self.debounce.max_wait_s, now)
                 self._unconfirmed.add(state.repo)
 
     def forget(self, repos: Iterable[str]) -> None:
         for repo in repos:
-            for table in (self.graphs, self.snapshots, self._clustered, self._pending):
+            for table in (self.graphs, self.snapshots, self._pending):
                 table.pop(repo, None)  # type: ignore[attr-defined]
             self._unconfirmed.discard(repo)
 
@@ -96,7 +94,6 @@ class Reclusterer:
         graph = self.graphs[repo]
         previous = self.snapshots.get(repo)
         snapshot = recluster(graph, previous, self.settings, now=now)
-        self._clustered[repo] = graph.seq
         if repo in self._unconfirmed:
             self._unconfirmed.discard(repo)
             if previous is not None and same_picture(previous, snapshot):
@@ -105,8 +102,3 @@ class Reclusterer:
 
     def published(self, snapshot: NeighborhoodSnapshot) -> None:
         self.snapshots[snapshot.repo] = snapshot
-
-    def stale(self, repo: str) -> bool:
-        """The graph moved since the last recluster (a recluster is pending or running)."""
-        graph = self.graphs.get(repo)
-        return graph is not None and graph.changed_seq > self._clustered.get(repo, 0)

@@ -22,27 +22,9 @@ from query.api import create_api
 from query.mcp_tools import mount_mcp
 from query.read_model import ReadModel
 from tests.factories import Stamp
+from tests.unit.test_retrieval_api import FILES
 
-FILES = {
-    "app/sessions.py": (
-        "from app.models import Response\n\n"
-        "class Session:\n"
-        "    def send(self, request):\n"
-        '        """Send a request and follow its redirects."""\n'
-        "        return self.resolve_redirects(Response())\n\n"
-        "    def resolve_redirects(self, resp):\n"
-        "        return resp.iter_content(1)\n"
-    ),
-    "app/models.py": (
-        "class Response:\n"
-        "    def iter_content(self, chunk_size):\n"
-        '        """Iterate over the response body in chunks."""\n'
-        "        return [chunk_size]\n"
-    ),
-    "tests/test_sessions.py": (
-        "from app.sessions import Session\n\ndef test_send():\n    Session().send(None)\n"
-    ),
-}
+# The repository the HTTP unit tests search: the same answers over MCP and the CLI.
 
 
 def indexed_model() -> ReadModel:

@@ -19,22 +19,7 @@ from processors.retrieval.context_pack import (
 from stores.records import ChunkRecord
 from stores.repo_state import RepoState
 from tests.factories import Stamp
-
-FILES = {
-    "app/models.py": (
-        "class User:\n    def save(self):\n        return 1\n\n"
-        "def make_user():\n    return User()\n"
-    ),
-    "app/service.py": (
-        "from app.models import User, make_user\n\ndef register():\n    u = make_user()\n"
-        "    u.save()\n    return u\n\ndef helper():\n    return register()\n"
-    ),
-    "app/api.py": "from app.service import register\n\ndef handle():\n    return register()\n",
-    "tests/test_service.py": (
-        "from app.service import register\n\ndef test_register():\n    assert register()\n"
-    ),
-}
-REGISTER = "sym:app/service.py:register"
+from tests.unit.test_retrieval_expansion import FILES, REGISTER
 
 Chunks = dict[str, tuple[ChunkRecord, ...]]
 
