@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import json
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -15,8 +16,10 @@ from typing import Any
 import httpx
 import structlog
 
+from deploy import ranking_cli
 from deploy.embedded_broker import EmbeddedBroker
 from deploy.eval_localize import run as run_localize
+from deploy.eval_tune import run as run_tune
 from deploy.logging_setup import configure_logging
 from deploy.runtime import (
     Cluster,
@@ -65,6 +68,15 @@ def _parser() -> argparse.ArgumentParser:
     localize.add_argument(
         "--embedder", help="add the dense signal: default, hash:256, onnx:..., st:..., openai:..."
     )
+    tune = tasks.add_parser(
+        "tune", help="fit the ranking weights on the candidates `eval localize` wrote"
+    )
+    tune.add_argument("--dataset", type=Path, required=True, help="instances with gold_files")
+    tune.add_argument(
+        "--signals", type=Path, required=True, help="the *.signals.jsonl of `eval localize`"
+    )
+    tune.add_argument("--out", type=Path, required=True, help="the ranking profile, JSON")
+    ranking_cli.add_parser(sub)
     _query_verbs(sub)
     return parser
 
@@ -253,6 +265,8 @@ paused a single sympy edit for 2.3 s (tests/bench/graph_build.py)."""
 
 
 def _eval(args: argparse.Namespace) -> int:
+    if args.task == "tune":
+        return _tune(args)
     if not args.dataset.is_file():
         print(f"gazetteer eval localize: no dataset at {args.dataset}", file=sys.stderr)
         return 2
@@ -266,6 +280,21 @@ def _eval(args: argparse.Namespace) -> int:
         return 2
     print(f"{done} instances localized; predictions in {args.out}")
     return 0 if done else 1
+
+
+def _tune(args: argparse.Namespace) -> int:
+    for given in (args.dataset, args.signals):
+        if not given.is_file():
+            print(f"gazetteer eval tune: no file {given}", file=sys.stderr)
+            return 2
+    try:
+        found = run_tune(args.dataset, args.signals, args.out)
+    except ValueError as exc:
+        print(f"gazetteer eval tune: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(found["scores"], indent=1))
+    print(f"weights {found['weights']} in {args.out}")
+    return 0
 
 
 async def _ask(url: str, path: str, params: dict[str, object]) -> Any:
@@ -341,6 +370,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _search(args)
         elif args.command == "context":
             return _context(args)
+        elif args.command == "ranking":
+            return ranking_cli.run(args, settings)
     except KeyboardInterrupt:
         return 130
     return 0

@@ -13,7 +13,9 @@ with code-aware tokens, each file scored by its best chunk (``*.bm25-chunks.json
 The files of the context pack the service would build for the issue (8,000 tokens)
 are written too, in the pack's order (``*.pack.jsonl``): score.py's Acc@10 of that
 file is the share of instances whose gold files are all in the pack (packs show
-fewer than 10 files).
+fewer than 10 files). Every candidate file of each question, with its signals before
+weighing, goes to ``*.signals.jsonl``: `gazetteer eval tune` fits the ranking weights
+on them.
 The fix of an issue lands in source, not in tests: files that look like tests are left
 out of every ranking (the same rule for Gazetteer and the baselines).
 """
@@ -48,6 +50,7 @@ from stores.vectors import InMemoryVectorStore
 log = structlog.get_logger(__name__)
 
 RANKED = 100  # files kept per prediction (score.py reads Acc@1..10 and MRR)
+ALL_CANDIDATES = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +145,7 @@ async def localize(
         "bm25-files": out.with_suffix(".bm25-files.jsonl"),
         "bm25-chunks": out.with_suffix(".bm25-chunks.jsonl"),
         "pack": out.with_suffix(".pack.jsonl"),
+        "signals": out.with_suffix(".signals.jsonl"),
     }
     handles = {name: path.open("w") for name, path in files.items()}
     # Checkouts of one repository share most chunks: the cache makes later ones cheap.
@@ -172,13 +176,22 @@ async def localize(
                     question, limit=candidates, importance=indexed.importance
                 )
                 dense.fill_paths(repo, [r.path for r in first])
+            # Every candidate with its signals: `gazetteer eval tune` re-weighs them.
+            every = [
+                r
+                for r in indexed.retrieval.search(
+                    question, limit=ALL_CANDIDATES, importance=indexed.importance
+                )
+                if not is_test_path(r.path)
+            ]
+            signals = {
+                "instance_id": instance.instance_id,
+                "repo": instance.repo,
+                "candidates": [[r.path, r.signals] for r in every],
+            }
+            handles["signals"].write(json.dumps(signals) + "\n")
             rankings = {
-                "gazetteer": [
-                    r.path
-                    for r in indexed.retrieval.search(
-                        question, limit=pool, importance=indexed.importance
-                    )
-                ],
+                "gazetteer": [r.path for r in every[:pool]],
                 "bm25-files": [p for p, _ in indexed.whole_files.search(question, limit=pool)],
                 "bm25-chunks": [
                     p for p, _, _ in indexed.retrieval.sparse.rank_files(question, pool)

@@ -1,9 +1,15 @@
-"""Structured logs: structlog everywhere, stdlib loggers of libraries routed through it."""
+"""Structured logs: structlog everywhere, stdlib loggers of libraries routed through it.
+
+Context bound with ``structlog.contextvars`` (the pipeline binds each event's repository,
+path, commit and id while it handles it) lands on every line, the stdlib loggers'
+(faust, aiokafka) included.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
+from typing import TextIO
 
 import structlog
 
@@ -11,12 +17,16 @@ import structlog
 NOISY = ("aiokafka", "faust", "mode", "uvicorn.access", "kafka", "httpx")
 
 
-def configure_logging(level: str = "info", fmt: str = "console") -> None:
+def configure_logging(
+    level: str = "info", fmt: str = "console", stream: TextIO | None = None
+) -> None:
+    """Log at ``level`` to ``stream`` (stderr), as ``json`` lines or for a ``console``."""
+    out = stream or sys.stderr
     numeric = logging.getLevelName(level.upper())
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer()
         if fmt == "json"
-        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        else structlog.dev.ConsoleRenderer(colors=out.isatty())
     )
     shared: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
@@ -26,12 +36,19 @@ def configure_logging(level: str = "info", fmt: str = "console") -> None:
     structlog.configure(
         processors=[*shared, structlog.processors.format_exc_info, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(out),
         cache_logger_on_first_use=False,
     )
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(out)
     handler.setFormatter(
-        structlog.stdlib.ProcessorFormatter(foreign_pre_chain=shared, processor=renderer)
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name],
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                structlog.processors.format_exc_info,
+                renderer,
+            ],
+        )
     )
     root = logging.getLogger()
     root.handlers[:] = [handler]

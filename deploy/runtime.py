@@ -23,6 +23,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from deploy import tansu_quirks
 from deploy.dense_setup import dense_index
+from deploy.metrics_server import metrics_served, report_consumer_lag
 from deploy.settings import Settings
 from deploy.topics_admin import ensure_topics
 from processors.app import MAX_DELTA_BYTES, WorkerConfig, create_app
@@ -125,16 +126,21 @@ async def run_worker(
         cluster.bootstrap, settings.topics.neighborhoods, cluster.end_offsets
     )
     app = create_app(config, delta_log=delta_log, snapshot_log=snapshot_log)
-    await app.start()
-    log.info("worker_started", app_id=settings.app_id)
-    if on_started is not None:
-        on_started(app)
-    try:
-        await stop.wait()
-    finally:
-        await app.stop()
-        shutil.rmtree(datadir, ignore_errors=True)
-        log.info("worker_stopped")
+    async with metrics_served(settings):
+        await app.start()
+        log.info("worker_started", app_id=settings.app_id)
+        if on_started is not None:
+            on_started(app)
+        pipeline = app.gazetteer_pipeline  # type: ignore[attr-defined]
+        lag = report_consumer_lag(
+            app.consumer, settings.topics.file_events, pipeline.positions, stop
+        )
+        try:
+            await asyncio.gather(stop.wait(), lag)
+        finally:
+            await app.stop()
+            shutil.rmtree(datadir, ignore_errors=True)
+            log.info("worker_stopped")
 
 
 class _QuietServer(uvicorn.Server):
@@ -170,6 +176,7 @@ async def run_query(
         ready=ready,
     )
     api = create_api(model, ready=materializer.ready.is_set)
+    api.state.stopping = stop  # open dashboard event streams end before uvicorn waits on them
     mcp = mount_mcp(api, host=settings.host)
     sock = listen(settings.host, settings.port)
     port = sock.getsockname()[1]
@@ -220,6 +227,17 @@ async def run_sources(
     since: Callable[[str], str | None] = lambda repo: None,
 ) -> None:
     sink = KafkaSink(cluster.bootstrap, topics=settings.topics)
+    async with metrics_served(settings):
+        await _follow(settings, sink, roots, stop, since)
+
+
+async def _follow(
+    settings: Settings,
+    sink: KafkaSink,
+    roots: Sequence[Path],
+    stop: asyncio.Event,
+    since: Callable[[str], str | None],
+) -> None:
     await sink.start()
     options = SourceOptions(
         max_bytes=settings.max_file_bytes,

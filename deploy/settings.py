@@ -32,6 +32,13 @@ class Settings(BaseSettings):
     poll_s: float = Field(0.25, gt=0, description="commit follower polling interval")
     heartbeat_s: float = Field(5.0, gt=0)
     session_timeout_s: float = Field(6.0, gt=0)
+    metrics_port: int = Field(
+        0,
+        ge=0,
+        le=65535,
+        description="serve Prometheus metrics of a worker or producers (no HTTP server of "
+        "their own) on host:port; 0: not served (the query service has /metrics)",
+    )
     log_level: str = "info"
     log_format: Literal["console", "json"] = "console"
     app_id: str = Field("gazetteer-worker", description="the workers' consumer group")

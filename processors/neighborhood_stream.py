@@ -20,6 +20,7 @@ import structlog
 from processors.neighborhoods.reclusterer import Reclusterer
 from processors.pipeline import RetryPolicy, with_retry
 from stores.deltas import GraphDelta
+from stores.metrics import RECLUSTER_FAILURES, RECLUSTER_SECONDS
 from stores.neighborhoods import NeighborhoodSnapshot
 from stores.repo_state import RepoState
 from stores.snapshot_log import SnapshotLog
@@ -77,27 +78,32 @@ class NeighborhoodStream:
     async def tick(self) -> None:
         """Recluster and publish every repository that is due."""
         for repo in self.reclusterer.due(self._clock()):
-            bound = log.bind(repo=repo)
-            try:
+            with structlog.contextvars.bound_contextvars(repo=repo):
+                await self._recluster(repo)
+
+    async def _recluster(self, repo: str) -> None:
+        try:
+            with RECLUSTER_SECONDS.time():
                 snapshot = self.reclusterer.run(repo, self._clock())
-            except Exception:  # a bug: keep the worker going, keep the evidence
-                self.failed += 1
-                bound.exception("recluster_failed")
-                continue
-            if snapshot is None:
-                bound.debug("neighborhoods_unchanged")
-                continue
-            send = functools.partial(self._sink.publish_snapshot, snapshot)
-            await with_retry(send, bound, self._retry)
-            self.reclusterer.published(snapshot)
-            self.published += 1
-            bound.info(
-                "neighborhoods_published",
-                seq=snapshot.seq,
-                graph_seq=snapshot.graph_seq,
-                neighborhoods=len(snapshot.neighborhoods),
-                files=len(snapshot.files),
-                changes=len(snapshot.changes),
-                modularity=snapshot.modularity,
-                recluster_ms=snapshot.recluster_ms,
-            )
+        except Exception:  # a bug: keep the worker going, keep the evidence
+            self.failed += 1
+            RECLUSTER_FAILURES.inc()
+            log.exception("recluster_failed")
+            return
+        if snapshot is None:
+            log.debug("neighborhoods_unchanged")
+            return
+        send = functools.partial(self._sink.publish_snapshot, snapshot)
+        await with_retry(send, log, self._retry)
+        self.reclusterer.published(snapshot)
+        self.published += 1
+        log.info(
+            "neighborhoods_published",
+            seq=snapshot.seq,
+            graph_seq=snapshot.graph_seq,
+            neighborhoods=len(snapshot.neighborhoods),
+            files=len(snapshot.files),
+            changes=len(snapshot.changes),
+            modularity=snapshot.modularity,
+            recluster_ms=snapshot.recluster_ms,
+        )

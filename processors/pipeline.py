@@ -20,10 +20,11 @@ import structlog
 from pydantic import ValidationError
 
 from processors.indexer import RepoIndex
-from producers.events import decode_file_event
+from producers.events import EventBase, decode_file_event
 from stores.dead_letters import DeadLetter, FailureKind
 from stores.delta_log import DeltaLog, InMemoryDeltaLog
 from stores.deltas import GraphDelta
+from stores.metrics import DEAD_LETTERS, consumed, stage_timer
 from stores.repo_state import RepoState
 
 log = structlog.get_logger(__name__)
@@ -90,6 +91,7 @@ class IndexingPipeline:
         self._new_index = new_index
         self._restored: set[int] = set()
         self._indexes: dict[int, dict[str, RepoIndex]] = {}
+        self.positions: dict[tuple[str, int], int] = {}  # (topic, partition) -> next offset
         self.processed = 0
         self.dead_lettered = 0
 
@@ -98,6 +100,8 @@ class IndexingPipeline:
 
     def revoke(self, partitions: set[int]) -> None:
         """Forget partitions another worker now owns; they are restored if they return."""
+        for tp in [tp for tp in self.positions if tp[1] in partitions]:
+            del self.positions[tp]
         for partition in partitions:
             self._restored.discard(partition)
             dropped = self._indexes.pop(partition, None)
@@ -116,33 +120,39 @@ class IndexingPipeline:
             if delta is not None:
                 pending.append(delta)
         await self._publish(pending)
+        for message in messages:
+            self.positions[(message.topic, message.partition)] = message.offset + 1
 
     async def _handle(self, message: Message, pending: list[GraphDelta]) -> GraphDelta | None:
-        bound = log.bind(partition=message.partition, offset=message.offset)
-        try:
-            if message.value is None:
-                raise ValueError("empty message value")
-            event = decode_file_event(message.value)
-            if message.key is not None and message.key.decode(errors="replace") != event.repo:
-                raise ValueError(
-                    f"key {message.key!r} is not the event's repository {event.repo!r}"
-                )
-        except (ValidationError, ValueError, UnicodeDecodeError) as exc:
-            await self._dead_letter(message, "malformed", _reason(exc))
-            bound.warning("event_malformed", reason=_reason(exc))
-            return None
-        bound = bound.bind(repo=event.repo, seq=event.seq, kind=event.kind)
-        index = await self._index(message.partition, event.repo, bound)
+        consumed(message.topic)
+        where = {"topic": message.topic, "partition": message.partition, "offset": message.offset}
+        with structlog.contextvars.bound_contextvars(**where):
+            try:
+                with stage_timer("decode"):
+                    event = _decode(message)
+            except (ValidationError, ValueError, UnicodeDecodeError) as exc:
+                await self._dead_letter(message, "malformed", _reason(exc))
+                log.warning("event_malformed", reason=_reason(exc))
+                return None
+            # Every line logged while the event is handled says which event it was.
+            with structlog.contextvars.bound_contextvars(**event_context(event)):
+                return await self._handle_event(message, event, pending)
+
+    async def _handle_event(
+        self, message: Message, event: EventBase, pending: list[GraphDelta]
+    ) -> GraphDelta | None:
+        index = await self._index(message.partition, event.repo)
         position = index.position(event)
         if position != "next":
             # A replay is expected after a restart; a gap means a resend is on its way.
-            (bound.debug if position == "replay" else bound.warning)(f"event_{position}")
+            (log.debug if position == "replay" else log.warning)(f"event_{position}")
             return None
         now = self._clock()
         try:
-            delta = index.handle(event, now)
+            with stage_timer("handle"):
+                delta = index.handle(event, now)
         except Exception as exc:  # a bug: keep the partition going, keep the evidence
-            bound.exception("event_failed")
+            log.exception("event_failed")
             await self._dead_letter(message, "bug", _reason(exc))
             # The index may be half-changed: rebuild it from the log (once what this
             # batch produced is in it), then consume the event without changes so that
@@ -150,23 +160,24 @@ class IndexingPipeline:
             await self._publish(pending)
             self._indexes.get(message.partition, {}).pop(event.repo, None)
             self._restored.discard(message.partition)
-            index = await self._index(message.partition, event.repo, bound)
+            index = await self._index(message.partition, event.repo)
             delta = index.skip(event, now)
         if delta is not None:
-            bound.debug("event_indexed", delta_seq=delta.seq, changes=delta.changes)
+            log.debug("event_indexed", delta_seq=delta.seq, changes=delta.changes)
         return delta
 
     async def _publish(self, deltas: list[GraphDelta]) -> None:
         if deltas:
             batch = list(deltas)
-            await self._with_retry(lambda: self._sink.publish_deltas(batch), log)
+            with stage_timer("publish"):
+                await self._with_retry(lambda: self._sink.publish_deltas(batch), log)
             self.processed += len(batch)
             deltas.clear()
             if self._observer is not None:
                 self._observer.observed(batch)
 
-    async def _index(self, partition: int, repo: str, bound: structlog.BoundLogger) -> RepoIndex:
-        await self._with_retry(lambda: self._restore(partition), bound)
+    async def _index(self, partition: int, repo: str) -> RepoIndex:
+        await self._with_retry(lambda: self._restore(partition), log)
         indexes = self._indexes.setdefault(partition, {})
         index = indexes.get(repo)
         if index is None:
@@ -176,6 +187,10 @@ class IndexingPipeline:
     async def _restore(self, partition: int) -> None:
         if partition in self._restored:
             return
+        with stage_timer("restore"):
+            await self._restore_partition(partition)
+
+    async def _restore_partition(self, partition: int) -> None:
         deltas = await self._delta_log.read_partition(partition)
         indexes: dict[str, RepoIndex] = {}
         early = 0
@@ -208,6 +223,7 @@ class IndexingPipeline:
         )
         await self._with_retry(lambda: self._sink.publish_dead_letter(letter), log)
         self.dead_lettered += 1
+        DEAD_LETTERS.labels(failure).inc()
 
     async def _with_retry(self, send: Callable[[], object], bound: structlog.BoundLogger) -> None:
         await with_retry(send, bound, self._retry)
@@ -232,6 +248,33 @@ async def with_retry(
             bound.warning("publish_retried", error=repr(exc), delay_s=delay)
         await asyncio.sleep(delay)
         delay = min(delay * 2, policy.max_delay_s)
+
+
+def _decode(message: Message) -> EventBase:
+    if message.value is None:
+        raise ValueError("empty message value")
+    event = decode_file_event(message.value)
+    if message.key is not None and message.key.decode(errors="replace") != event.repo:
+        raise ValueError(f"key {message.key!r} is not the event's repository {event.repo!r}")
+    return event
+
+
+def event_context(event: EventBase) -> dict[str, object]:
+    """What identifies an event in the logs: its repository, path and commit, and its
+    id (the producer's session and sequence number)."""
+    context: dict[str, object] = {
+        "repo": event.repo,
+        "producer": event.producer,
+        "seq": event.seq,
+        "kind": getattr(event, "kind", type(event).__name__),
+    }
+    path = getattr(event, "path", None)
+    if path is not None:
+        context["path"] = path
+    commit = getattr(event, "commit", None) or getattr(event, "sha", None)
+    if commit is not None:
+        context["commit"] = commit
+    return context
 
 
 def _reason(exc: Exception) -> str:

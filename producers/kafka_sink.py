@@ -16,6 +16,7 @@ from aiokafka.errors import KafkaError
 
 from producers.events import EventBase, SourceStatus, encode
 from producers.topics import DEFAULT_TOPICS, Topics
+from stores.metrics import produced
 
 log = structlog.get_logger(__name__)
 
@@ -62,6 +63,7 @@ class KafkaSink:
             await asyncio.gather(*futures)
 
         await self._retrying(send_all, "events", len(events))
+        produced(self._topics.file_events, len(events))
 
     async def publish_status(self, status: SourceStatus) -> None:
         async def send() -> None:
@@ -70,6 +72,7 @@ class KafkaSink:
             )
 
         await self._retrying(send, "status", 1)
+        produced(self._topics.sources)
 
     async def _retrying(self, send: Callable[[], Awaitable[None]], what: str, count: int) -> None:
         delay = self._first_delay_s

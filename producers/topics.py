@@ -12,7 +12,9 @@ name, so that several deployments (or test runs) can share one cluster.
 - ``dead-letters``: events that could not be processed, with the reason, keyed by the
   original key;
 - ``neighborhoods``: NeighborhoodSnapshot records of the reclusterer, keyed by
-  repository: each recluster's neighborhoods, file standings and changes.
+  repository: each recluster's neighborhoods, file standings and changes;
+- ``ranking``: RankingProfile records (the search weights), keyed by repository or
+  ``*``: stored with the index, so every query replica ranks with the same weights.
 """
 
 from __future__ import annotations
@@ -52,6 +54,10 @@ class Topics:
     def neighborhoods(self) -> str:
         return f"{self.namespace}.neighborhoods.v1"
 
+    @property
+    def ranking(self) -> str:
+        return f"{self.namespace}.ranking.v1"
+
     def specs(self, partitions: int) -> tuple[TopicSpec, ...]:
         """Every topic of the pipeline.
 
@@ -65,6 +71,7 @@ class Topics:
             self.graph_deltas,
             self.dead_letters,
             self.neighborhoods,
+            self.ranking,
         )
         return tuple(TopicSpec(name, partitions) for name in names)
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Callable
 
-from fastapi import FastAPI, HTTPException, Query
+from fastapi import FastAPI, HTTPException, Query, Response
+from prometheus_client import CONTENT_TYPE_LATEST
 
+from query.churn_api import create_churn_routes
+from query.dashboard import create_dashboard_routes
 from query.graph_search_api import create_graph_search_routes
+from query.metrics import METRICS_PATH, QueryTimer, exposition, service_registry
 from query.neighborhood_api import create_neighborhood_routes
 from query.read_model import ReadModel, RepoView
 from query.repo_lookup import repo_view as lookup_repo
@@ -39,6 +43,8 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
         description="Where things are in an organization's code, and how far to trust it.",
         version="0.1.0",
     )
+    api.add_middleware(QueryTimer)
+    registry = service_registry(model)
 
     def repo_view(repo: str) -> RepoView:
         return lookup_repo(model, repo)
@@ -194,9 +200,17 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
             freshness=model.freshness(repo),
         )
 
+    # Not in the schema: the schema's operations are the MCP tools, and this is no tool.
+    @api.get(METRICS_PATH, include_in_schema=False)
+    async def metrics() -> Response:
+        """Prometheus metrics, text format."""
+        return Response(exposition(registry), media_type=CONTENT_TYPE_LATEST)
+
     api.include_router(create_neighborhood_routes(model))
     api.include_router(create_retrieval_routes(model))
     api.include_router(create_graph_search_routes(model))
+    api.include_router(create_churn_routes(model))
+    api.include_router(create_dashboard_routes(model))
 
     @api.get("/dead-letters", response_model=DeadLetterPage)
     async def dead_letters(limit: int = Query(20, ge=1, le=100)) -> DeadLetterPage:

@@ -71,6 +71,10 @@ class DenseIndex:
         for queued in self._queue.get(repo, {}).values():
             queued.priority = importance.get(queued.chunk.path, queued.priority)
 
+    def queued(self) -> int:
+        """Chunks waiting to be embedded, in every repository."""
+        return sum(len(queue) for queue in self._queue.values())
+
     # -- filling ------------------------------------------------------------------------
 
     def next_batch(self) -> tuple[str, list[ChunkRecord]] | None:

@@ -1,5 +1,5 @@
 """Feeds the read model from the topics: graph deltas, producer statuses, dead letters,
-neighborhood snapshots.
+neighborhood snapshots, ranking profiles.
 
 Each query replica reads every partition from the beginning without a consumer group
 (replicas do not share work: each holds the whole read side), so a restarted replica
@@ -21,7 +21,9 @@ from query.read_model import ReadModel
 from stores.dead_letters import decode_dead_letter
 from stores.delta_log import EndOffsets
 from stores.deltas import decode_delta
+from stores.metrics import CONSUMER_LAG, consumed
 from stores.neighborhoods import decode_snapshot
+from stores.ranking import decode_profile
 
 log = structlog.get_logger(__name__)
 
@@ -43,6 +45,7 @@ class Materializer:
         self._targets: dict[TopicPartition, int] = {}
         self.ready = ready or asyncio.Event()
         self.messages = 0
+        self.lag: dict[str, int] = {}
 
     async def run(self, stop: asyncio.Event) -> None:
         consumer = AIOKafkaConsumer(
@@ -66,6 +69,8 @@ class Materializer:
                 for tp, messages in batches.items():
                     for message in messages:
                         self._apply(tp.topic, message.key, message.value)
+                    consumed(tp.topic, len(messages))
+                await self._report_lag(consumer)
                 if not self.ready.is_set() and await self._caught_up(consumer):
                     self.ready.set()
                     log.info("materializer_ready", messages=self.messages)
@@ -75,7 +80,13 @@ class Materializer:
     @property
     def _names(self) -> tuple[str, ...]:
         topics = self._topics
-        return (topics.graph_deltas, topics.sources, topics.dead_letters, topics.neighborhoods)
+        return (
+            topics.graph_deltas,
+            topics.sources,
+            topics.dead_letters,
+            topics.neighborhoods,
+            topics.ranking,
+        )
 
     async def _partitions(self, consumer: AIOKafkaConsumer) -> list[TopicPartition]:
         for _ in range(100):
@@ -92,6 +103,17 @@ class Materializer:
             await client.force_metadata_update()
             await asyncio.sleep(0.1)
         raise RuntimeError(f"topics missing on the broker: {self._names}")
+
+    async def _report_lag(self, consumer: AIOKafkaConsumer) -> None:
+        """Per topic, the messages between the position and the high watermark the last
+        fetches reported (or the end offsets seen at start, before any fetch)."""
+        lag = dict.fromkeys(self._names, 0)
+        for tp, target in self._targets.items():
+            end = max(consumer.highwater(tp) or 0, target)
+            lag[tp.topic] += max(0, end - await consumer.position(tp))
+        for topic, behind in lag.items():
+            CONSUMER_LAG.labels(topic).set(behind)
+        self.lag = lag
 
     async def _caught_up(self, consumer: AIOKafkaConsumer) -> bool:
         for tp, end in self._targets.items():
@@ -110,6 +132,8 @@ class Materializer:
                 self.model.apply_status(decode_source_status(value))
             elif topic == self._topics.neighborhoods:
                 self.model.apply_snapshot(decode_snapshot(value))
+            elif topic == self._topics.ranking:
+                self.model.apply_ranking(decode_profile(value))
             elif topic == self._topics.dead_letters:
                 repo = key.decode(errors="replace") if key else None
                 self.model.apply_dead_letter(decode_dead_letter(value), repo)

@@ -51,6 +51,7 @@ TOOLS: Mapping[str, str] = {
     "search": "/repositories/{repo}/search",
     "context": "/repositories/{repo}/context",
     "graph_search": "/repositories/{repo}/graph-search",
+    "ranking": "/repositories/{repo}/ranking",
     "session_start": "/repositories/{repo}/session-start",
     "neighborhoods": "/repositories/{repo}/neighborhoods",
     "neighborhood": "/repositories/{repo}/neighborhoods/{nid}",
@@ -61,6 +62,9 @@ TOOLS: Mapping[str, str] = {
     "folders": "/repositories/{repo}/folders",
     "files_by_level": "/repositories/{repo}/files-by-level",
     "overview": "/repositories/{repo}/overview",
+    "churn": "/repositories/{repo}/churn",
+    "churn_entry": "/repositories/{repo}/churn/{entry_id}",
+    "structural_diff": "/repositories/{repo}/diff",
     "dead_letters": "/dead-letters",
 }
 """Tool name -> the GET operation it is; the names are the endpoints' (``repository``

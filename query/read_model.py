@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from processors.churn.ledger import ChurnLedger
 from processors.neighborhoods.graph_state import FileGraphState
+from processors.retrieval.ranking import RankWeights
 from producers.events import SourceStatus
 from query.dense import DenseIndex
 from query.retrieval import RepoRetrieval
@@ -22,6 +24,7 @@ from stores.dead_letters import DeadLetter
 from stores.deltas import GraphDelta
 from stores.freshness import BatchClock, Freshness, ProducerView, compute_freshness
 from stores.neighborhoods import NeighborhoodChangeRecord, NeighborhoodSnapshot
+from stores.ranking import EVERY_REPOSITORY, RankingProfile
 from stores.repo_state import RepoState
 
 log = structlog.get_logger(__name__)
@@ -52,6 +55,7 @@ class RepoView:
     retrieval: RepoRetrieval = field(default_factory=RepoRetrieval)
     neighborhoods: NeighborhoodSnapshot | None = None
     changes: deque[StampedChange] = field(default_factory=lambda: deque(maxlen=RECENT_CHANGES))
+    churn: ChurnLedger = field(default_factory=ChurnLedger)
 
     @property
     def neighborhoods_stale(self) -> bool:
@@ -71,6 +75,7 @@ class ReadModel:
         self.dead_letters: deque[DeadLetter] = deque(maxlen=RECENT_DEAD_LETTERS)
         self.dead_letters_total = 0
         self.deltas_applied = 0
+        self.ranking: dict[str, tuple[RankingProfile, RankWeights]] = {}  # by scope
 
     def view(self, repo: str) -> RepoView:
         view = self.repos.get(repo)
@@ -88,11 +93,13 @@ class ReadModel:
             # A gap means the log lost deltas; say so loudly and keep serving what we have.
             log.error("delta_gap", repo=delta.repo, have=view.state.seq, got=delta.seq)
             return False
+        prior = view.churn.before(view.state, view.file_graph, delta)
         applied = view.state.apply(delta)
         if applied and view.file_graph is not None:
             view.file_graph.apply(delta)
         if applied:
             view.retrieval.apply(delta)
+            view.churn.apply(delta, prior, view.state, view.file_graph)
         self.deltas_applied += applied
         return applied
 
@@ -102,6 +109,7 @@ class ReadModel:
         if view.neighborhoods is not None and snapshot.seq <= view.neighborhoods.seq:
             return False
         view.neighborhoods = snapshot
+        view.churn.apply_snapshot(snapshot)
         if self.dense is not None:
             self.dense.prioritize(snapshot.repo, {f.path: f.importance for f in snapshot.files})
         for change in snapshot.changes:
@@ -115,6 +123,24 @@ class ReadModel:
                 )
             )
         return True
+
+    def apply_ranking(self, profile: RankingProfile) -> bool:
+        """Keep each scope's latest profile (by the time it was set); one naming a
+        weight search does not know is refused, the one before it staying."""
+        held = self.ranking.get(profile.scope)
+        if held is not None and held[0].set_at > profile.set_at:
+            return False
+        try:
+            weights = RankWeights.from_mapping(profile.weights)
+        except ValueError as exc:
+            log.error("ranking_profile_refused", scope=profile.scope, error=str(exc))
+            return False
+        self.ranking[profile.scope] = (profile, weights)
+        return True
+
+    def ranking_of(self, repo: str) -> tuple[RankingProfile, RankWeights] | None:
+        """The repository's profile, else the one for every repository, else none."""
+        return self.ranking.get(repo) or self.ranking.get(EVERY_REPOSITORY)
 
     def apply_status(self, status: SourceStatus) -> None:
         view = self.view(status.repo)

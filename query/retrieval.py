@@ -127,10 +127,13 @@ def question_pack(
     importance: Mapping[str, float] | None = None,
     recent: Mapping[str, float] | None = None,
     adjacency: Adjacency | None = None,
+    weights: RankWeights | None = None,
 ) -> ContextPack:
     """The context pack for a question: its best search hits are the targets (the
     /context endpoint and the evaluation build packs with this one function)."""
-    hits = retrieval.search(question, limit=seeds, importance=importance, recent=recent)
+    hits = retrieval.search(
+        question, limit=seeds, importance=importance, recent=recent, weights=weights
+    )
     top = hits[0].score if hits and hits[0].score > 0 else 1.0
     starts = [(h.best_chunk or f"file:{h.path}", h.score / top) for h in hits]
     return build_pack(

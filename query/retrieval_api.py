@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from processors.retrieval.adjacency import Adjacency
 from processors.retrieval.context_pack import ContextPack, file_context, render
 from processors.retrieval.context_pack import symbol_context as symbol_pack
+from processors.retrieval.ranking import RankWeights
 from processors.retrieval.session_memory import SessionMemory
 from query.neighborhood_api import StateCache
 from query.read_model import ReadModel, RepoView
@@ -49,10 +50,21 @@ class SearchHit(BaseModel):
     neighborhood_label: str | None
 
 
+class RankingOut(BaseModel):
+    scope: str | None = Field(
+        description="the profile's scope (the repository, or '*'); None: the defaults"
+    )
+    source: str = Field(description="where the weights come from")
+    weights: dict[str, float]
+    set_at: float | None
+    scores: dict[str, dict[str, float]] = Field(description="how they scored when tuned")
+
+
 class SearchPage(BaseModel):
     repo: str
     query: str
     retrievers: list[str]
+    ranking: RankingOut = Field(description="the weights the files were ranked with")
     total: int = Field(description="files matched before the cut")
     truncated: bool = Field(description="hits left out to stay within max_tokens or limit")
     items: list[SearchHit]
@@ -126,6 +138,26 @@ def create_retrieval_routes(model: ReadModel) -> APIRouter:
     def chunks(view: RepoView) -> dict[str, Sequence[ChunkRecord]]:
         return cache.get(view, "chunks", lambda: chunks_by_path(view))
 
+    def weights_of(repo: str) -> RankWeights | None:
+        held = model.ranking_of(repo)
+        return held[1] if held is not None else None
+
+    def ranking_out(repo: str) -> RankingOut:
+        held = model.ranking_of(repo)
+        if held is None:
+            defaults = RankWeights().as_dict()
+            return RankingOut(
+                scope=None, source="defaults", weights=defaults, set_at=None, scores={}
+            )
+        profile, weights = held
+        return RankingOut(
+            scope=profile.scope,
+            source=profile.source,
+            weights=weights.as_dict(),
+            set_at=profile.set_at,
+            scores=profile.scores,
+        )
+
     def hits_for(
         view: RepoView,
         q: str,
@@ -136,7 +168,12 @@ def create_retrieval_routes(model: ReadModel) -> APIRouter:
         repo = view.state.repo
         recent = sessions.boosts(repo, session) if session else None
         ranked = view.retrieval.search(
-            q, limit=limit, path_prefix=path_prefix, importance=importance_of(view), recent=recent
+            q,
+            limit=limit,
+            path_prefix=path_prefix,
+            importance=importance_of(view),
+            recent=recent,
+            weights=weights_of(repo),
         )
         standing = {f.path: f for f in view.neighborhoods.files} if view.neighborhoods else {}
         labels = (
@@ -188,11 +225,19 @@ def create_retrieval_routes(model: ReadModel) -> APIRouter:
             repo=repo,
             query=q,
             retrievers=list(view.retrieval.retrievers),
+            ranking=ranking_out(repo),
             total=total,
             truncated=len(items) < total,
             items=items,
             freshness=model.freshness(repo),
         )
+
+    @router.get("/repositories/{repo}/ranking", response_model=RankingOut)
+    async def ranking(repo: str) -> RankingOut:
+        """The weights search ranks this repository's files with, and where they come
+        from: its own profile, the one for every repository ('*'), or the defaults."""
+        repo_view(repo)
+        return ranking_out(repo)
 
     @router.get("/repositories/{repo}/session-start", response_model=SessionStart)
     async def session_start(
@@ -271,6 +316,7 @@ def create_retrieval_routes(model: ReadModel) -> APIRouter:
                 importance=importance_of(view),
                 recent=sessions.boosts(repo, session) if session else None,
                 adjacency=adj,
+                weights=weights_of(repo),
             )
         if session:
             sessions.touch(repo, session, [t.path for t in pack.targets if t.path])

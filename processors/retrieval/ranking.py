@@ -25,6 +25,7 @@ are candidates even when BM25 does not retrieve them.
 
 from __future__ import annotations
 
+import math
 import posixpath
 import re
 from collections.abc import Mapping, Set
@@ -47,6 +48,25 @@ class RankWeights:
     source: float = 0.15
     session: float = 0.2
     dense_rrf: float = 0.3
+
+    def as_dict(self) -> dict[str, float]:
+        return {name: getattr(self, name) for name in SCORED}
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, object]) -> RankWeights:
+        """Weights by name (those not given keep their defaults); an unknown name or a
+        value that is not a finite number >= 0 is refused."""
+        unknown = sorted(set(values) - set(SCORED))
+        if unknown:
+            raise ValueError(f"unknown ranking weights {unknown}; known: {list(SCORED)}")
+        parsed: dict[str, float] = {}
+        for name, value in values.items():
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"weight {name!r} is not a number: {value!r}")
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"weight {name!r} must be a finite number >= 0, not {value}")
+            parsed[name] = float(value)
+        return cls(**parsed)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,8 +8,10 @@ from fastapi.testclient import TestClient
 from processors.indexer import RepoIndex
 from processors.neighborhoods.graph_state import FileGraphState
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
+from processors.retrieval.ranking import RankWeights
 from query.api import create_api
 from query.read_model import ReadModel
+from stores.ranking import RankingProfile
 from tests.factories import Stamp
 
 FILES = {
@@ -35,7 +37,7 @@ FILES = {
 
 
 @pytest.fixture
-def client() -> TestClient:
+def model() -> ReadModel:
     model, index, stamp = ReadModel(clock=lambda: 1002.0), RepoIndex("app-1"), Stamp()
     events = [stamp.changed(p, t, origin="scan") for p, t in FILES.items()]
     for event in [*events, stamp.scan_completed("c1")]:
@@ -45,6 +47,11 @@ def client() -> TestClient:
     model.apply_snapshot(
         recluster(FileGraphState.of(index.state), None, ReclusterSettings(), now=1001.0)
     )
+    return model
+
+
+@pytest.fixture
+def client(model: ReadModel) -> TestClient:
     return TestClient(create_api(model, ready=lambda: True))
 
 
@@ -115,3 +122,42 @@ def test_a_session_lifts_what_it_touched_and_starts_at_its_neighborhoods(
     assert boosted[touched] == 1.0  # the latest thing the session touched
     other = client.get("/repositories/app-1/search", params={**question, "session": "s2"})
     assert all("session" not in hit["signals"] for hit in other.json()["items"])
+
+
+def test_stored_weights_rank_the_files_and_the_answer_says_which(
+    model: ReadModel, client: TestClient
+) -> None:
+    question = {"q": "iter_content of the response in a session"}
+    before = client.get("/repositories/app-1/search", params=question).json()
+    assert before["ranking"] == {
+        "scope": None,
+        "source": "defaults",
+        "weights": RankWeights().as_dict(),
+        "set_at": None,
+        "scores": {},
+    }
+    assert client.get("/repositories/app-1/ranking").json() == before["ranking"]
+    assert client.get("/repositories/nope/ranking").status_code == 404
+    order = [hit["path"] for hit in before["items"]]
+    assert order[:2] == ["app/models.py", "app/sessions.py"]
+
+    # Weights for every repository, then the repository's own: the latest of a scope wins.
+    only_symbols = {"text": 0.0, "symbol": 1.0, "structural": 0.0, "source": 0.0}
+    assert model.apply_ranking(profile("*", {"text": 2.0}, at=5.0))
+    assert model.apply_ranking(profile("app-1", only_symbols, at=6.0))
+    assert not model.apply_ranking(profile("app-1", {"text": 3.0}, at=4.0))  # older
+    assert not model.apply_ranking(profile("app-1", {"bogus": 1.0}, at=7.0))  # unknown name
+    after = client.get("/repositories/app-1/search", params=question).json()
+    assert after["ranking"]["scope"] == "app-1" and after["ranking"]["set_at"] == 6.0
+    assert after["ranking"]["weights"] == {**RankWeights().as_dict(), **only_symbols}
+    # Only the symbol signal counts now (before, the text counted too).
+    assert before["items"][0]["score"] != before["items"][0]["signals"].get("symbol", 0.0)
+    assert all(
+        hit["score"] == pytest.approx(hit["signals"].get("symbol", 0.0)) for hit in after["items"]
+    )
+    pack = client.get("/repositories/app-1/context", params=question).json()
+    assert pack["targets"][0].startswith("app/models.py")
+
+
+def profile(scope: str, weights: dict[str, float], at: float) -> RankingProfile:
+    return RankingProfile(scope=scope, weights=weights, source="test", set_at=at)

@@ -1,0 +1,111 @@
+"""JSON logs: every line logged while an event is handled names the event, the lines of
+the libraries' stdlib loggers included."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+
+import pytest
+import structlog
+
+from deploy.logging_setup import NOISY, configure_logging
+from processors.indexer import RepoIndex
+from processors.parsing import ParseResult
+from processors.pipeline import IndexingPipeline, InMemoryDeltaSink, Message
+from producers.events import encode
+from producers.topics import DEFAULT_TOPICS
+from stores.delta_log import InMemoryDeltaLog
+from tests.factories import Stamp, tiny_parse
+
+
+@pytest.fixture
+def json_lines() -> Iterator[io.StringIO]:
+    """Logs configured as in production (json), into a buffer; restored afterwards."""
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level, {n: logging.getLogger(n).level for n in NOISY})
+    config = structlog.get_config()
+    out = io.StringIO()
+    configure_logging("info", "json", stream=out)
+    try:
+        yield out
+    finally:
+        structlog.configure(**config)
+        root.handlers[:], root.level = saved[0], saved[1]
+        for name, level in saved[2].items():
+            logging.getLogger(name).setLevel(level)
+
+
+def lines(out: io.StringIO) -> list[dict[str, object]]:
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def parse_that_logs_and_fails(path: str, content: bytes) -> ParseResult:
+    if path == "bad.py":
+        logging.getLogger("aiokafka.consumer").warning("library %s", "complained")
+        raise RuntimeError("a parser bug")
+    return tiny_parse(path, content)
+
+
+EVENT_FIELDS = ("repo", "path", "commit", "producer", "seq", "kind", "topic", "partition")
+
+
+async def test_lines_logged_while_handling_an_event_carry_its_ids(
+    json_lines: io.StringIO,
+) -> None:
+    log = InMemoryDeltaLog()
+    pipeline = IndexingPipeline(
+        log,
+        InMemoryDeltaSink(log),
+        new_index=lambda repo: RepoIndex(repo, parse=parse_that_logs_and_fails),
+    )
+    stamp = Stamp(repo="app-1", producer="session-7")
+    events = [stamp.changed("a.py", "def f"), stamp.changed("bad.py", "def g", commit="abc1234")]
+    topic = DEFAULT_TOPICS.file_events
+    await pipeline.process_batch(
+        [Message(topic, 3, 40 + i, b"app-1", encode(e)) for i, e in enumerate(events)]
+    )
+    structlog.get_logger("test").info("after_the_batch")
+
+    by_event = {line["event"]: line for line in lines(json_lines)}
+    library, failed = by_event["library complained"], by_event["event_failed"]
+    expected = {
+        "repo": "app-1",
+        "path": "bad.py",
+        "commit": "abc1234",
+        "producer": "session-7",
+        "seq": 2,
+        "kind": "file_changed",
+        "topic": topic,
+        "partition": 3,
+    }
+    assert {k: failed[k] for k in EVENT_FIELDS} == expected
+    assert failed["offset"] == 41 and failed["level"] == "error"
+    assert "RuntimeError: a parser bug" in str(failed["exception"])
+    # faust's and aiokafka's lines go through the stdlib logger: the same context.
+    assert {k: library[k] for k in EVENT_FIELDS} == expected
+    assert (library["logger"], library["level"]) == ("aiokafka.consumer", "warning")
+    # The context ends with the event.
+    restored = by_event["partition_restored"]
+    assert restored["repo"] == "app-1" and "path" not in by_event["after_the_batch"]
+    assert not {"repo", "topic", "seq"} & set(by_event["after_the_batch"])
+
+
+async def test_a_malformed_event_is_logged_with_where_it_was_read(
+    json_lines: io.StringIO,
+) -> None:
+    log = InMemoryDeltaLog()
+    pipeline = IndexingPipeline(log, InMemoryDeltaSink(log))
+    await pipeline.process(Message("t.file-events.v1", 1, 7, b"app-1", b"{not json"))
+
+    (line,) = [line for line in lines(json_lines) if line["event"] == "event_malformed"]
+    assert {k: line[k] for k in ("topic", "partition", "offset", "level")} == {
+        "topic": "t.file-events.v1",
+        "partition": 1,
+        "offset": 7,
+        "level": "warning",
+    }
+    assert str(line["reason"]).startswith("ValidationError")
+    assert "repo" not in line
