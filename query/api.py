@@ -171,7 +171,7 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
             purpose=record.purpose,
             sections=[f"L{s.line_start}-{s.line_end}: {s.label}" for s in record.sections],
             keywords=[k.term for k in record.keywords],
-            references=len(record.references),
+            references=view.references.get(record.path, len(record.references)),
             symbols=list(record.symbols),
             imports=[
                 ImportOut(module=i.module, names=list(i.names), level=i.level, line=i.line)

@@ -56,6 +56,7 @@ class RepoView:
     neighborhoods: NeighborhoodSnapshot | None = None
     changes: deque[StampedChange] = field(default_factory=lambda: deque(maxlen=RECENT_CHANGES))
     churn: ChurnLedger = field(default_factory=ChurnLedger)
+    references: dict[str, int] = field(default_factory=dict)  # path -> references found
 
     @property
     def neighborhoods_stale(self) -> bool:
@@ -93,6 +94,7 @@ class ReadModel:
             # A gap means the log lost deltas; say so loudly and keep serving what we have.
             log.error("delta_gap", repo=delta.repo, have=view.state.seq, got=delta.seq)
             return False
+        delta = _without_references(delta, view.references)
         prior = view.churn.before(view.state, view.file_graph, delta)
         applied = view.state.apply(delta)
         if applied and view.file_graph is not None:
@@ -185,3 +187,22 @@ class ReadModel:
             oldest_pending_since=since,
             now=self._clock(),
         )
+
+
+def _without_references(delta: GraphDelta, counts: dict[str, int]) -> GraphDelta:
+    """The delta with its files' references dropped, their counts kept in ``counts``.
+
+    The worker resolves references into edges; the read side serves the edges and only
+    counts the references, which were half of its memory (sympy: 1,407 -> 754 MB,
+    tracemalloc over the folded deltas)."""
+    for path in delta.files_removed:
+        counts.pop(path, None)
+    if not any(record.references for record in delta.files_upserted):
+        for record in delta.files_upserted:
+            counts[record.path] = 0
+        return delta
+    lean = []
+    for record in delta.files_upserted:
+        counts[record.path] = len(record.references)
+        lean.append(record.model_copy(update={"references": ()}) if record.references else record)
+    return delta.model_copy(update={"files_upserted": tuple(lean)})

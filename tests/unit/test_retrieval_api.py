@@ -161,3 +161,16 @@ def test_stored_weights_rank_the_files_and_the_answer_says_which(
 
 def profile(scope: str, weights: dict[str, float], at: float) -> RankingProfile:
     return RankingProfile(scope=scope, weights=weights, source="test", set_at=at)
+
+
+def test_the_read_side_counts_references_without_keeping_them(
+    model: ReadModel, client: TestClient
+) -> None:
+    index, stamp = RepoIndex("app-1"), Stamp()
+    found = index.handle(stamp.changed("app/sessions.py", FILES["app/sessions.py"]), now=1.0)
+    assert found is not None
+    worker_saw = len(found.files_upserted[0].references)
+    assert worker_saw >= 3  # Response(), self.resolve_redirects(...), resp.iter_content(...)
+    detail = client.get("/repositories/app-1/files/app/sessions.py").json()
+    assert detail["references"] == worker_saw
+    assert all(not r.references for r in model.repos["app-1"].state.files.values())
