@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from fastapi import APIRouter, HTTPException, Query
-from pydantic import BaseModel, Field
 
 from processors.retrieval.adjacency import Adjacency
 from processors.retrieval.context_pack import ContextPack, file_context, render
@@ -24,85 +23,19 @@ from query.neighborhood_api import StateCache
 from query.read_model import ReadModel, RepoView
 from query.repo_lookup import repo_view as lookup_repo
 from query.retrieval import question_pack
+from query.retrieval_schemas import (
+    ChunkOut,
+    ContextOut,
+    RankingOut,
+    SearchHit,
+    SearchPage,
+    SeedNeighborhood,
+    SessionStart,
+)
 from stores.freshness import Freshness
 from stores.records import ChunkRecord
 
 READ_LINES = 40  # the lines an agent should read first
-
-
-class ChunkOut(BaseModel):
-    id: str
-    kind: str
-    qualname: str | None
-    signature: str | None
-    line_start: int
-    line_end: int
-
-
-class SearchHit(BaseModel):
-    path: str
-    score: float
-    signals: dict[str, float] = Field(description="bm25, path, symbol, filename, structural")
-    best_chunk: ChunkOut | None
-    read: str = Field(description="the lines to read first: 'L120-159'")
-    inbound_degree: int | None = Field(description="files depending on it (None: unknown)")
-    neighborhood: str | None
-    neighborhood_label: str | None
-
-
-class RankingOut(BaseModel):
-    scope: str | None = Field(
-        description="the profile's scope (the repository, or '*'); None: the defaults"
-    )
-    source: str = Field(description="where the weights come from")
-    weights: dict[str, float]
-    set_at: float | None
-    scores: dict[str, dict[str, float]] = Field(description="how they scored when tuned")
-
-
-class SearchPage(BaseModel):
-    repo: str
-    query: str
-    retrievers: list[str]
-    ranking: RankingOut = Field(description="the weights the files were ranked with")
-    total: int = Field(description="files matched before the cut")
-    truncated: bool = Field(description="hits left out to stay within max_tokens or limit")
-    items: list[SearchHit]
-    freshness: Freshness
-
-
-class SeedNeighborhood(BaseModel):
-    id: str
-    label: str
-    size: int
-    cohesion: float
-    entry_points: list[str]
-    score: float = Field(description="the sum of its matched files' search scores")
-    matched: list[SearchHit] = Field(description="its files among the hits, best first")
-
-
-class SessionStart(BaseModel):
-    repo: str
-    query: str
-    retrievers: list[str]
-    total: int = Field(description="neighborhoods (of two files or more) the hits fell in")
-    neighborhoods: list[SeedNeighborhood] = Field(description="the best, at most `top`")
-    snapshot_stale: bool | None = Field(description="None before the first recluster")
-    freshness: Freshness
-
-
-class ContextOut(BaseModel):
-    repo: str
-    title: str
-    text: str = Field(description="for the agent: files grouped, targets marked [TARGET]")
-    tokens: int = Field(description="estimated (characters / 4); never over the budget")
-    budget: int
-    confidence: float
-    targets: list[str]
-    targets_total: int
-    read_first: list[str] = Field(description="'path:L10-49 (inbound 12)' per file")
-    reasoning: list[str]
-    freshness: Freshness
 
 
 def read_range(chunk: ChunkRecord | None) -> str:
