@@ -22,6 +22,7 @@ from processors.pipeline import IndexingPipeline, Message
 from producers.topics import Topics
 from stores.dead_letters import DeadLetter
 from stores.deltas import GraphDelta, encode_delta
+from stores.metrics import produced
 from stores.neighborhoods import NeighborhoodSnapshot, encode_snapshot
 
 log = structlog.get_logger(__name__)
@@ -63,6 +64,7 @@ class FaustDeltaSink:
             for d in deltas
         ]
         await asyncio.gather(*futures)
+        produced(topic, len(deltas))
 
     async def publish_dead_letter(self, letter: DeadLetter) -> None:
         await self._app.producer.send_and_wait(
@@ -73,6 +75,7 @@ class FaustDeltaSink:
             None,
             None,
         )
+        produced(self._topics.dead_letters)
 
     async def publish_snapshot(self, snapshot: NeighborhoodSnapshot) -> None:
         await self._app.producer.send_and_wait(
@@ -83,6 +86,7 @@ class FaustDeltaSink:
             None,
             None,
         )
+        produced(self._topics.neighborhoods)
 
 
 def create_app(

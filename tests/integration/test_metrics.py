@@ -67,6 +67,9 @@ async def test_metrics_follow_a_repository_from_producer_to_query(
     deltas = value(samples, "gazetteer_events_consumed_total", topic=topics.graph_deltas)
     assert stack.model is not None
     assert deltas is not None and deltas >= stack.model.repos[rid].state.seq > 0
+    # ... and the worker counts the deltas it published (the topic is per test run).
+    published = value(samples, "gazetteer_events_produced_total", topic=topics.graph_deltas)
+    assert published == deltas
     for stage in ("decode", "handle", "publish"):
         count = value(samples, "gazetteer_stage_seconds_count", stage=stage)
         assert count is not None and count > 0, stage
