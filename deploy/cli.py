@@ -4,22 +4,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import contextlib
 import gc
-import json
+import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
 
-import httpx
 import structlog
 
-from deploy import ranking_cli
+from deploy import eval_cli, query_cli, ranking_cli
 from deploy.embedded_broker import EmbeddedBroker
-from deploy.eval_localize import run as run_localize
-from deploy.eval_tune import run as run_tune
 from deploy.logging_setup import configure_logging
 from deploy.runtime import (
     Cluster,
@@ -32,7 +29,6 @@ from deploy.runtime import (
 from deploy.settings import Settings
 from query.mcp_tools import serve_stdio
 from query.read_model import ReadModel
-from query.service_client import QueryError, expand, get_json
 
 log = structlog.get_logger("gazetteer")
 
@@ -54,54 +50,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int)
     serve.add_argument("--host")
     sub.add_parser("broker", help="run the embedded broker alone and print its address")
-    evaluate = sub.add_parser("eval", help="measure retrieval on a benchmark")
-    tasks = evaluate.add_subparsers(dest="task", required=True)
-    localize = tasks.add_parser(
-        "localize", help="rank files for real issues; write predictions score.py reads"
-    )
-    localize.add_argument("--dataset", type=Path, required=True, help="instances, JSON lines")
-    localize.add_argument(
-        "--repos", type=Path, required=True, help="holds <owner>__<name>__<sha12>/ per instance"
-    )
-    localize.add_argument("--out", type=Path, required=True, help="predictions, JSON lines")
-    localize.add_argument("--limit", type=int, help="only the first N instances")
-    localize.add_argument(
-        "--embedder", help="add the dense signal: default, hash:256, onnx:..., st:..., openai:..."
-    )
-    tune = tasks.add_parser(
-        "tune", help="fit the ranking weights on the candidates `eval localize` wrote"
-    )
-    tune.add_argument("--dataset", type=Path, required=True, help="instances with gold_files")
-    tune.add_argument(
-        "--signals", type=Path, required=True, help="the *.signals.jsonl of `eval localize`"
-    )
-    tune.add_argument("--out", type=Path, required=True, help="the ranking profile, JSON")
+    eval_cli.add_parser(sub)
     ranking_cli.add_parser(sub)
-    _query_verbs(sub)
+    query_cli.add_parser(sub)
     return parser
-
-
-QUERY_URL = "http://127.0.0.1:8765"
-
-
-def _query_verbs(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """The verbs that ask a running query service (``up`` or ``serve``) over HTTP."""
-    url = {"default": QUERY_URL, "help": f"the query service (default {QUERY_URL})"}
-    mcp = sub.add_parser("mcp", help="serve the query tools to an agent over MCP (stdio)")
-    mcp.add_argument("--url", **url)
-    search = sub.add_parser("search", help="rank a repository's files for a question")
-    search.add_argument("repo")
-    search.add_argument("question")
-    search.add_argument("--limit", type=int, default=10, help="files to list (default 10)")
-    search.add_argument("--url", **url)
-    context = sub.add_parser("context", help="print a context pack: the code to read, in budget")
-    context.add_argument("repo")
-    about = context.add_mutually_exclusive_group(required=True)
-    about.add_argument("--q", help="a question or an issue's text")
-    about.add_argument("--symbol", help="a symbol name: 'Session.send'")
-    about.add_argument("--path", help="a file's path in the repository")
-    context.add_argument("--budget", type=int, default=8000, help="tokens (default 8000)")
-    context.add_argument("--url", **url)
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -145,12 +97,23 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
 
     def request_stop() -> None:
         if stop.is_set():  # a second Ctrl-C: the user means it
-            raise SystemExit(130)
+            _exit_now(130)
         log.info("stop_requested")
         stop.set()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, request_stop)
+
+
+def _exit_now(code: int) -> None:
+    """Exit without waiting for the parts. SystemExit would not do: asyncio.run then waits
+    for every cancelled task, and a part stuck on a broker that is gone (a producer sending
+    its last status) never finishes. The exit hooks still run: they stop an embedded broker."""
+    log.warning("stop_forced")
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 async def _supervise(stop: asyncio.Event, parts: Sequence[Awaitable[None]]) -> None:
@@ -264,84 +227,6 @@ thresholds the collector took a third of a django graph build (1.5 of 5.7 s) and
 paused a single sympy edit for 2.3 s (tests/bench/graph_build.py)."""
 
 
-def _eval(args: argparse.Namespace) -> int:
-    if args.task == "tune":
-        return _tune(args)
-    if not args.dataset.is_file():
-        print(f"gazetteer eval localize: no dataset at {args.dataset}", file=sys.stderr)
-        return 2
-    if not args.repos.is_dir():
-        print(f"gazetteer eval localize: no directory {args.repos}", file=sys.stderr)
-        return 2
-    try:
-        done = run_localize(args.dataset, args.repos, args.out, args.limit, args.embedder)
-    except ValueError as exc:
-        print(f"gazetteer eval localize: {exc}", file=sys.stderr)
-        return 2
-    print(f"{done} instances localized; predictions in {args.out}")
-    return 0 if done else 1
-
-
-def _tune(args: argparse.Namespace) -> int:
-    for given in (args.dataset, args.signals):
-        if not given.is_file():
-            print(f"gazetteer eval tune: no file {given}", file=sys.stderr)
-            return 2
-    try:
-        found = run_tune(args.dataset, args.signals, args.out)
-    except ValueError as exc:
-        print(f"gazetteer eval tune: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps(found["scores"], indent=1))
-    print(f"weights {found['weights']} in {args.out}")
-    return 0
-
-
-async def _ask(url: str, path: str, params: dict[str, object]) -> Any:
-    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
-        return await get_json(client, path, params)
-
-
-def _refused(verb: str, error: QueryError) -> int:
-    """Exit 2 when the service is unreachable or refuses the request (4xx), else 1."""
-    hint = "; is `gazetteer up` running there? (see --url)" if error.status is None else ""
-    print(f"gazetteer {verb}: {error.message}{hint}", file=sys.stderr)
-    return 2 if error.status is None or error.status < 500 else 1
-
-
-def _search(args: argparse.Namespace) -> int:
-    path = expand("/repositories/{repo}/search", {"repo": args.repo})
-    try:
-        page = asyncio.run(_ask(args.url, path, {"q": args.question, "limit": args.limit}))
-    except QueryError as exc:
-        return _refused("search", exc)
-    for hit in page["items"]:
-        signals = " ".join(f"{k}={v:.3g}" for k, v in hit["signals"].items() if v)
-        print(f"{hit['path']}:{hit['read']}  {hit['score']:.4f}  {signals}")
-    print(
-        f"# {len(page['items'])} of {page['total']} files;"
-        f" retrievers: {', '.join(page['retrievers'])}; index {page['freshness']['status']}",
-        file=sys.stderr,
-    )
-    return 0
-
-
-def _context(args: argparse.Namespace) -> int:
-    path = expand("/repositories/{repo}/context", {"repo": args.repo})
-    about = {"q": args.q, "symbol": args.symbol, "path": args.path, "budget": args.budget}
-    try:
-        pack = asyncio.run(_ask(args.url, path, about))
-    except QueryError as exc:
-        return _refused("context", exc)
-    print(pack["text"])
-    print(
-        f"# {pack['tokens']} of {pack['budget']} tokens; confidence {pack['confidence']};"
-        f" index {pack['freshness']['status']}",
-        file=sys.stderr,
-    )
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     settings = _settings(args)
@@ -363,13 +248,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "broker":
             asyncio.run(_broker(settings))
         elif args.command == "eval":
-            return _eval(args)
+            return eval_cli.run(args)
         elif args.command == "mcp":
             asyncio.run(serve_stdio(args.url))
         elif args.command == "search":
-            return _search(args)
+            return query_cli.search(args)
         elif args.command == "context":
-            return _context(args)
+            return query_cli.context(args)
         elif args.command == "ranking":
             return ranking_cli.run(args, settings)
     except KeyboardInterrupt:
