@@ -16,6 +16,7 @@ from pathlib import Path
 import structlog
 
 from deploy import eval_cli, query_cli, ranking_cli
+from deploy.dense_setup import DenseSetupError, check_dense_settings
 from deploy.embedded_broker import EmbeddedBroker
 from deploy.logging_setup import configure_logging
 from deploy.runtime import (
@@ -236,6 +237,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if needs_broker and settings.bootstrap is None:
         print(f"gazetteer {args.command}: needs --broker kafka://host:port", file=sys.stderr)
         return 2
+    if args.command in ("up", "worker", "serve"):
+        try:
+            check_dense_settings(settings)
+        except DenseSetupError as exc:
+            print(f"gazetteer {args.command}: {exc}", file=sys.stderr)
+            return 2
     try:
         if args.command == "up":
             asyncio.run(_up(settings, _check_paths(args.paths)))

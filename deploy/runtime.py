@@ -22,7 +22,7 @@ import uvicorn
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from deploy import tansu_quirks
-from deploy.dense_setup import dense_index
+from deploy.dense_setup import dense_index, worker_fill
 from deploy.metrics_server import metrics_served, report_consumer_lag
 from deploy.settings import Settings
 from deploy.topics_admin import ensure_topics
@@ -38,6 +38,7 @@ from query.mcp_tools import mount_mcp
 from query.read_model import ReadModel
 from stores.delta_log import KafkaDeltaLog
 from stores.snapshot_log import KafkaSnapshotLog
+from stores.vectors import VectorStore
 
 log = structlog.get_logger(__name__)
 
@@ -102,8 +103,12 @@ async def run_worker(
     stop: asyncio.Event,
     *,
     on_started: Callable[[faust.App], None] | None = None,
+    vectors: VectorStore | None = None,
 ) -> None:
-    """One indexing worker; ``on_started`` receives the running app (benchmarks use it)."""
+    """One indexing worker; ``on_started`` receives the running app (benchmarks use it).
+    With GAZETTEER_EMBED_IN=worker it embeds its repositories into ``vectors`` (tests
+    share one store object with the query service), else into GAZETTEER_QDRANT_URL."""
+    fill = worker_fill(settings, vectors)
     datadir = run_dir(settings, "worker")
     config = WorkerConfig(
         app_id=settings.app_id,
@@ -125,7 +130,7 @@ async def run_worker(
     snapshot_log = KafkaSnapshotLog(
         cluster.bootstrap, settings.topics.neighborhoods, cluster.end_offsets
     )
-    app = create_app(config, delta_log=delta_log, snapshot_log=snapshot_log)
+    app = create_app(config, delta_log=delta_log, snapshot_log=snapshot_log, dense_fill=fill)
     async with metrics_served(settings):
         await app.start()
         log.info("worker_started", app_id=settings.app_id)
@@ -135,8 +140,10 @@ async def run_worker(
         lag = report_consumer_lag(
             app.consumer, settings.topics.file_events, pipeline.positions, stop
         )
+        embedding = app.gazetteer_embedding  # type: ignore[attr-defined]
+        parts = [stop.wait(), lag] + ([embedding.run(stop)] if embedding is not None else [])
         try:
-            await asyncio.gather(stop.wait(), lag)
+            await asyncio.gather(*parts)
         finally:
             await app.stop()
             shutil.rmtree(datadir, ignore_errors=True)
@@ -163,11 +170,13 @@ async def run_query(
     model: ReadModel | None = None,
     on_listening: Callable[[str], Awaitable[None] | None] | None = None,
     ready: asyncio.Event | None = None,
+    vectors: VectorStore | None = None,
 ) -> None:
-    """The query service; ``ready`` is set once the read side has caught up."""
+    """The query service; ``ready`` is set once the read side has caught up. Its dense
+    index reads ``vectors`` when given (tests), else the store the settings name."""
     model = model or ReadModel()
     if model.dense is None and not model.repos:
-        model.dense = dense_index(settings)
+        model.dense = dense_index(settings, vectors)
     materializer = Materializer(
         model,
         cluster.bootstrap,

@@ -61,6 +61,12 @@ class Settings(BaseSettings):
     qdrant_url: str | None = Field(
         None, description="a Qdrant server for vectors (distributed mode); in memory when unset"
     )
+    embed_in: Literal["query", "worker"] = Field(
+        "query",
+        description="who embeds chunks: 'query' (each query service, its own store) or "
+        "'worker' (the worker owning the repository, once per deployment, into the shared "
+        "Qdrant: needs GAZETTEER_QDRANT_URL)",
+    )
 
     @field_validator("broker")
     @classmethod

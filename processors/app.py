@@ -15,10 +15,12 @@ from typing import Any
 import faust
 import structlog
 
-from processors.neighborhood_stream import NeighborhoodStream
+from processors.embedding_stream import EmbeddingStream, PrioritizingSink
+from processors.neighborhood_stream import NeighborhoodStream, SnapshotSink
 from processors.neighborhoods.recluster import ReclusterSettings
 from processors.neighborhoods.reclusterer import Debounce, Reclusterer
-from processors.pipeline import IndexingPipeline, Message
+from processors.pipeline import DeltaObserver, DeltaObservers, IndexingPipeline, Message
+from processors.retrieval.dense_fill import DenseFill
 from producers.topics import Topics
 from stores.dead_letters import DeadLetter
 from stores.deltas import GraphDelta, encode_delta
@@ -93,7 +95,8 @@ def create_app(
     config: WorkerConfig, pipeline: IndexingPipeline | None = None, **deps: Any
 ) -> faust.App:
     """A worker app. ``pipeline`` defaults to one built from ``deps['delta_log']``, with
-    a NeighborhoodStream over ``deps['snapshot_log']`` following its deltas."""
+    a NeighborhoodStream over ``deps['snapshot_log']`` following its deltas, and, given
+    ``deps['dense_fill']`` (GAZETTEER_EMBED_IN=worker), an EmbeddingStream filling it."""
     app = faust.App(
         config.app_id,
         broker=f"kafka://{config.bootstrap}",
@@ -114,11 +117,17 @@ def create_app(
         producer_max_request_size=MAX_DELTA_BYTES,
     )
     sink = FaustDeltaSink(app, config.topics)
-    neighborhoods = NeighborhoodStream(
-        Reclusterer(config.recluster, config.debounce), deps["snapshot_log"], sink
-    )
+    reclusterer = Reclusterer(config.recluster, config.debounce)
+    fill: DenseFill | None = deps.get("dense_fill")
+    embedding = None if fill is None else EmbeddingStream(fill, latest=reclusterer.snapshots.get)
+    snapshots: SnapshotSink = sink if embedding is None else PrioritizingSink(sink, embedding)
+    neighborhoods = NeighborhoodStream(reclusterer, deps["snapshot_log"], snapshots)
     if pipeline is None:
-        pipeline = IndexingPipeline(deps["delta_log"], sink, observer=neighborhoods)
+        # The neighborhoods restore first: the embedding stream reads their snapshots.
+        observer: DeltaObserver = (
+            neighborhoods if embedding is None else DeltaObservers(neighborhoods, embedding)
+        )
+        pipeline = IndexingPipeline(deps["delta_log"], sink, observer=observer)
     file_events = app.topic(
         config.topics.file_events,
         key_type=bytes,
@@ -161,4 +170,5 @@ def create_app(
 
     app.gazetteer_pipeline = pipeline  # type: ignore[attr-defined]
     app.gazetteer_neighborhoods = neighborhoods  # type: ignore[attr-defined]
+    app.gazetteer_embedding = embedding  # type: ignore[attr-defined]
     return app

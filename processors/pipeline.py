@@ -57,6 +57,26 @@ class DeltaObserver(Protocol):
         ...
 
 
+class DeltaObservers:
+    """Several observers following the same deltas, each called in the order given."""
+
+    def __init__(self, *observers: DeltaObserver) -> None:
+        self._observers = observers
+
+    async def restored(self, partition: int, states: Sequence[RepoState]) -> None:
+        for observer in self._observers:
+            await observer.restored(partition, states)
+
+    def observed(self, deltas: Sequence[GraphDelta]) -> None:
+        for observer in self._observers:
+            observer.observed(deltas)
+
+    def forget(self, repos: Iterable[str]) -> None:
+        once = tuple(repos)
+        for observer in self._observers:
+            observer.forget(once)
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     topic: str

@@ -1,5 +1,5 @@
 """The stream's Prometheus metrics: messages in and out per topic, stage latencies,
-dead letters and reclusters.
+dead letters, reclusters and the worker's embedding.
 
 Producers, the worker and the query service's materializer all count here, so this
 module sits where they all may import it. The metrics live on the process's default
@@ -78,6 +78,16 @@ RECLUSTER_SECONDS = Histogram(
 RECLUSTER_FAILURES = Counter(
     "gazetteer_recluster_failures_total",
     "Reclusters that raised (a bug: logged with its traceback).",
+)
+
+WORKER_EMBEDDING_QUEUE = Gauge(
+    "gazetteer_worker_embedding_queue_chunks",
+    "Chunks waiting to be embedded by this worker (GAZETTEER_EMBED_IN=worker; the query "
+    "service's gazetteer_embedding_queue_chunks is 0 then).",
+)
+WORKER_EMBEDDED_CHUNKS = Counter(
+    "gazetteer_worker_embedded_chunks_total",
+    "Chunks this worker embedded and stored in the shared vector store.",
 )
 
 

@@ -99,3 +99,6 @@ def test_bad_arguments_get_clear_errors(tmp_path: Path) -> None:
     worker = Gazetteer(["worker"], tmp_path / "data")
     assert worker.proc.wait(30) == 2
     assert "needs --broker" in worker.log_text()
+    lone = Gazetteer(["up", str(tmp_path)], tmp_path / "data", GAZETTEER_EMBED_IN="worker")
+    assert lone.proc.wait(30) == 2
+    assert "GAZETTEER_EMBED_IN=worker needs GAZETTEER_QDRANT_URL" in lone.log_text()
