@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 
 import structlog
+from aiokafka.errors import KafkaConnectionError
 
 from deploy import eval_cli, query_cli, ranking_cli
 from deploy.dense_setup import DenseSetupError, check_dense_settings
@@ -266,6 +267,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return ranking_cli.run(args, settings)
     except KeyboardInterrupt:
         return 130
+    except KafkaConnectionError as exc:
+        print(f"gazetteer {args.command}: cannot reach the broker ({exc})", file=sys.stderr)
+        return 2
     return 0
 
 

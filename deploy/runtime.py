@@ -145,7 +145,10 @@ async def run_worker(
         try:
             await asyncio.gather(*parts)
         finally:
-            await app.stop()
+            try:  # with the broker gone, faust's stop can hang: the worker still stops
+                await asyncio.wait_for(app.stop(), settings.session_timeout_s * 2)
+            except TimeoutError:
+                log.warning("worker_stop_timed_out", after_s=settings.session_timeout_s * 2)
             shutil.rmtree(datadir, ignore_errors=True)
             log.info("worker_stopped")
 

@@ -31,7 +31,9 @@ class Settings(BaseSettings):
     debounce_ms: int = Field(50, ge=0)
     poll_s: float = Field(0.25, gt=0, description="commit follower polling interval")
     heartbeat_s: float = Field(5.0, gt=0)
-    session_timeout_s: float = Field(6.0, gt=0)
+    session_timeout_s: float = Field(
+        6.0, ge=6.0, description="a worker silent this long loses its partitions (Kafka's minimum)"
+    )
     metrics_port: int = Field(
         0,
         ge=0,

@@ -96,7 +96,9 @@ async def run_source(
             await stop.wait()
     finally:
         source.observe(state="stopped")
-        await source.heartbeat()
+        # Said once if the broker answers; a broker already gone must not hold the stop.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(source.heartbeat(), options.heartbeat_s)
         log.info("source_stopped", repo=repo, last_seq=source.last_seq)
 
 

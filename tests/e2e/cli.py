@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import signal
@@ -11,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -61,19 +64,75 @@ class Gazetteer:
         self.proc.send_signal(signal.SIGINT)
         return self.proc.wait(timeout)
 
+    def interrupt_twice(self, patience: float = 2.0, timeout: float = 10.0) -> int:
+        """Ctrl-C, and Ctrl-C again if it is still running after ``patience`` seconds."""
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            return self.proc.wait(patience)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGINT)
+        return self.proc.wait(timeout)
+
+    def crash(self) -> int:
+        """SIGKILL while it runs, as a crash would; returns the exit code (-9)."""
+        assert self.proc.poll() is None, f"gazetteer {' '.join(self.args)} already exited"
+        self.proc.send_signal(signal.SIGKILL)
+        return self.proc.wait(10)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
+        """The cleanup of a test that may have failed: SIGTERM, then SIGTERM again (a forced
+        stop, which still stops a broker the process started), and SIGKILL last, which
+        would leave that broker running."""
+        for sig in (signal.SIGTERM, signal.SIGTERM, signal.SIGKILL):
+            if self.proc.poll() is not None:
+                return
+            self.proc.send_signal(sig)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(5)
 
     def log_text(self) -> str:
         return "".join(self.stderr)
+
+    def log_events(self, event: str) -> list[dict[str, Any]]:
+        """The JSON log lines (``GAZETTEER_LOG_FORMAT=json``) of one event, in order."""
+        found = []
+        for line in list(self.stderr):
+            if line.startswith("{"):
+                record = json.loads(line)
+                if record.get("event") == event:
+                    found.append(record)
+        return found
 
 
 def get(url: str, path: str, **params: object) -> dict:
     response = httpx.get(url + path, params=params, timeout=10)
     response.raise_for_status()
     return response.json()
+
+
+def fresh_at(url: str, rid: str, head: str) -> bool:
+    """Fresh at ``head``; False while the service does not know the repository yet."""
+    known = {r["repo"]: r["freshness"] for r in get(url, "/repositories")["items"]}
+    freshness = known.get(rid, {})
+    return freshness.get("status") == "fresh" and freshness.get("indexed_commit") == head
+
+
+def answers(url: str, rid: str, leave_out: tuple[str, ...] = ("freshness",)) -> dict:
+    """What a replica says about a repository: counts, files and every file's detail."""
+    page = get(url, f"/repositories/{rid}/files", limit=1000)
+    details = {f["path"]: get(url, f"/repositories/{rid}/files/{f['path']}") for f in page["items"]}
+    return {
+        "summary": get(url, f"/repositories/{rid}"),
+        "files": page["items"],
+        "details": {
+            path: {k: v for k, v in detail.items() if k not in leave_out}
+            for path, detail in details.items()
+        },
+    }
 
 
 def eventually(check: Callable[[], bool], timeout: float = 60.0, what: str = "it") -> None:

@@ -123,7 +123,8 @@ def test_the_dashboard_draws_the_repository_and_follows_a_commit_live(tmp_path: 
         page.wait_for_function(
             "() => document.getElementById('live-status').textContent === 'live'"
         )
-        assert page.evaluate("() => document.body.dataset.repo") == rid
+        # A refresh stamps the page once all its charts are drawn (the churn last).
+        page.wait_for_function(f"() => document.body.dataset.repo === {rid!r}")
         page.evaluate("() => { window.notReloaded = true; }")
 
         repo.write("app/audit.py", AUDIT)
