@@ -108,6 +108,20 @@ class Gazetteer:
         return found
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """One ``gazetteer`` command to its end, as a user types it."""
+    return subprocess.run(
+        [sys.executable, "-m", "deploy.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 def get(url: str, path: str, **params: object) -> dict:
     response = httpx.get(url + path, params=params, timeout=10)
     response.raise_for_status()

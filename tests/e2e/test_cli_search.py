@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
+from tests.e2e.cli import run_cli
 from tests.e2e.query_service import indexed_model, query_service
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
 HIT = re.compile(r"^(?P<path>\S+):L\d+-\d+  (?P<score>\d+\.\d{4})  (?P<sig>.*)$")
 
 
@@ -24,18 +21,8 @@ def url() -> Iterator[str]:
         yield served
 
 
-def gazetteer(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "deploy.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 def test_search_prints_ranked_files_with_the_lines_to_read(url: str) -> None:
-    done = gazetteer("search", "app-1", "resolve_redirects loops forever", "--url", url)
+    done = run_cli("search", "app-1", "resolve_redirects loops forever", "--url", url)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     hits = [HIT.match(line) for line in lines]
@@ -47,32 +34,32 @@ def test_search_prints_ranked_files_with_the_lines_to_read(url: str) -> None:
     assert re.search(r"# \d+ of \d+ files; retrievers: bm25, mentions; index \w+", done.stderr)
     assert "HTTP Request" not in done.stderr
 
-    limited = gazetteer("search", "app-1", "response session", "--limit", "1", "--url", url)
+    limited = run_cli("search", "app-1", "response session", "--limit", "1", "--url", url)
     assert limited.returncode == 0 and len(limited.stdout.splitlines()) == 1
 
 
 def test_context_prints_the_pack_for_a_question_a_symbol_or_a_file(url: str) -> None:
-    by_symbol = gazetteer("context", "app-1", "--symbol", "Session.send", "--url", url)
+    by_symbol = run_cli("context", "app-1", "--symbol", "Session.send", "--url", url)
     assert by_symbol.returncode == 0, by_symbol.stderr
     assert "[TARGET]" in by_symbol.stdout and "def send(self, request)" in by_symbol.stdout
-    by_question = gazetteer(
+    by_question = run_cli(
         "context", "app-1", "--q", "iter_content of a response", "--budget", "300", "--url", url
     )
     assert by_question.returncode == 0 and "app/models.py" in by_question.stdout
     assert len(by_question.stdout) <= 300 * 4 + 1
-    by_file = gazetteer("context", "app-1", "--path", "app/models.py", "--url", url)
+    by_file = run_cli("context", "app-1", "--path", "app/models.py", "--url", url)
     assert by_file.returncode == 0 and "class Response" in by_file.stdout
 
 
 def test_refusals_and_an_unreachable_service_exit_2_with_the_reason(url: str) -> None:
-    unknown = gazetteer("search", "nope", "anything", "--url", url)
+    unknown = run_cli("search", "nope", "anything", "--url", url)
     assert unknown.returncode == 2 and unknown.stdout == ""
     assert "gazetteer search: unknown repository 'nope'" in unknown.stderr
-    bad = gazetteer("context", "app-1", "--path", "missing.py", "--url", url)
+    bad = run_cli("context", "app-1", "--path", "missing.py", "--url", url)
     assert bad.returncode == 2 and "no file 'missing.py'" in bad.stderr
-    too_many = gazetteer("search", "app-1", "x", "--limit", "0", "--url", url)
+    too_many = run_cli("search", "app-1", "x", "--limit", "0", "--url", url)
     assert too_many.returncode == 2 and "limit:" in too_many.stderr
-    down = gazetteer("search", "app-1", "x", "--url", "http://127.0.0.1:9")
+    down = run_cli("search", "app-1", "x", "--url", "http://127.0.0.1:9")
     assert down.returncode == 2
     assert "the query service at http://127.0.0.1:9 did not answer" in down.stderr
     assert "Traceback" not in down.stderr

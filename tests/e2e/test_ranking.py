@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.cli import Gazetteer, eventually, get
+from tests.e2e.cli import Gazetteer, eventually, get, run_cli
 from tests.gitrepo import GitRepo
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
 FILES = {
     "shop/cart.py": "class Cart:\n    def total(self):\n        return sum(self.prices())\n",
     "shop/prices.py": (
@@ -22,16 +19,6 @@ FILES = {
         "def discount(total):\n    return total * 0.9\n"
     ),
 }
-
-
-def ranking_set(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "deploy.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def test_a_stored_profile_reranks_search_on_the_running_service(tmp_path: Path) -> None:
@@ -58,7 +45,7 @@ def test_a_stored_profile_reranks_search_on_the_running_service(tmp_path: Path) 
         only_symbols = {"text": 0, "symbol": 1, "filename": 0, "structural": 0, "source": 0}
         only_symbols |= {"dense_rrf": 0, "path": 0}
         profile.write_text(json.dumps({"weights": only_symbols, "source": "t"}))
-        done = ranking_set("--broker", broker, "ranking", "set", str(profile), "--repo", rid)
+        done = run_cli("--broker", broker, "ranking", "set", str(profile), "--repo", rid)
         assert done.returncode == 0, done.stderr
         eventually(
             lambda: get(url, f"/repositories/{rid}/ranking")["scope"] == rid, 30, "the profile"
@@ -71,9 +58,9 @@ def test_a_stored_profile_reranks_search_on_the_running_service(tmp_path: Path) 
         assert all(score == symbol for score, symbol in scores), scores
 
         profile.write_text(json.dumps({"weights": {"txet": 1.0}}))
-        refused = ranking_set("--broker", broker, "ranking", "set", str(profile))
+        refused = run_cli("--broker", broker, "ranking", "set", str(profile))
         assert refused.returncode == 2 and "unknown ranking weights ['txet']" in refused.stderr
-        assert ranking_set("ranking", "set", str(profile)).returncode == 2  # no broker
+        assert run_cli("ranking", "set", str(profile)).returncode == 2  # no broker
         assert up.interrupt() == 0
     finally:
         up.kill()

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -125,3 +126,17 @@ async def eventually(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         await asyncio.sleep(0.1)
+
+
+@contextlib.asynccontextmanager
+async def running_stack(
+    bootstrap: str, data_dir: Path, **overrides: object
+) -> AsyncIterator[Stack]:
+    """A worker and a query service on ``bootstrap`` (sources are each test's to start)."""
+    stack = await open_stack(stack_settings(bootstrap, data_dir, **overrides))
+    try:
+        await stack.start_worker()
+        await stack.start_query()
+        yield stack
+    finally:
+        await stack.close()

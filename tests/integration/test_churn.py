@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.gitrepo import GitRepo
-from tests.integration.stack import Stack, open_stack, stack_settings
+from tests.integration.stack import Stack, running_stack
 from tests.integration.test_streaming import fresh_repo
 from tests.unit.test_neighborhood_stream import FILES
 
@@ -22,14 +22,9 @@ B3_USES_A2 = "from pkg_b.b1 import g1\nfrom pkg_a.a2 import f2\ndef g3():\n    g
 
 @pytest.fixture
 async def stack(broker, tmp_path: Path):
-    settings = stack_settings(
-        broker.bootstrap, tmp_path / "data", recluster_quiet_ms=100, recluster_max_wait_ms=1000
-    )
-    stack = await open_stack(settings)
-    await stack.start_worker()
-    await stack.start_query()
-    yield stack
-    await stack.close()
+    quick = {"recluster_quiet_ms": 100, "recluster_max_wait_ms": 1000}
+    async with running_stack(broker.bootstrap, tmp_path / "data", **quick) as stack:
+        yield stack
 
 
 async def test_a_commit_adding_an_import_shows_in_the_churn_and_the_diff(

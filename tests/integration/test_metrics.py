@@ -14,7 +14,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.gitrepo import GitRepo
-from tests.integration.stack import Stack, eventually, open_stack, stack_settings
+from tests.integration.stack import Stack, eventually, running_stack
 from tests.integration.test_streaming import APP_FILES, fresh_repo
 
 pytestmark = pytest.mark.integration
@@ -40,11 +40,8 @@ def value(samples: Samples, name: str, **labels: str) -> float | None:
 
 @pytest.fixture
 async def stack(broker, tmp_path: Path):
-    stack = await open_stack(stack_settings(broker.bootstrap, tmp_path / "data"))
-    await stack.start_worker()
-    await stack.start_query()
-    yield stack
-    await stack.close()
+    async with running_stack(broker.bootstrap, tmp_path / "data") as stack:
+        yield stack
 
 
 async def test_metrics_follow_a_repository_from_producer_to_query(

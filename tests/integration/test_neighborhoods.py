@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.gitrepo import GitRepo
-from tests.integration.stack import Stack, eventually, open_stack, stack_settings
+from tests.integration.stack import Stack, eventually, running_stack
 from tests.integration.test_streaming import fresh_repo
 from tests.unit.test_neighborhood_stream import FILES
 
@@ -19,14 +19,9 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 async def stack(broker, tmp_path: Path):
-    settings = stack_settings(
-        broker.bootstrap, tmp_path / "data", recluster_quiet_ms=100, recluster_max_wait_ms=1000
-    )
-    stack = await open_stack(settings)
-    await stack.start_worker()
-    await stack.start_query()
-    yield stack
-    await stack.close()
+    quick = {"recluster_quiet_ms": 100, "recluster_max_wait_ms": 1000}
+    async with running_stack(broker.bootstrap, tmp_path / "data", **quick) as stack:
+        yield stack
 
 
 async def neighborhoods_at(stack: Stack, rid: str, graph_seq_above: int = 0) -> dict:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.gitrepo import GitRepo
-from tests.integration.stack import Stack, eventually, open_stack, stack_settings
+from tests.integration.stack import Stack, eventually, open_stack, running_stack, stack_settings
 
 pytestmark = pytest.mark.integration
 
@@ -75,11 +75,8 @@ def change_while_stopped(repo: GitRepo) -> str:
 
 @pytest.fixture
 async def stack(broker, tmp_path: Path):
-    stack = await open_stack(stack_settings(broker.bootstrap, tmp_path / "data"))
-    await stack.start_worker()
-    await stack.start_query()
-    yield stack
-    await stack.close()
+    async with running_stack(broker.bootstrap, tmp_path / "data") as stack:
+        yield stack
 
 
 async def test_restart_reconciles_with_a_git_diff(broker, stack: Stack, tmp_path: Path) -> None:

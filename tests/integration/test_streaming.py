@@ -18,7 +18,7 @@ from producers.source import Draft, Source
 from stores.delta_log import KafkaDeltaLog
 from stores.deltas import encode_delta
 from tests.gitrepo import GitRepo
-from tests.integration.stack import Stack, eventually, open_stack, stack_settings
+from tests.integration.stack import Stack, eventually, running_stack
 
 pytestmark = pytest.mark.integration
 
@@ -57,11 +57,8 @@ async def fresh_repo(
 
 @pytest.fixture
 async def stack(broker, tmp_path: Path):
-    stack = await open_stack(stack_settings(broker.bootstrap, tmp_path / "data"))
-    await stack.start_worker()
-    await stack.start_query()
-    yield stack
-    await stack.close()
+    async with running_stack(broker.bootstrap, tmp_path / "data") as stack:
+        yield stack
 
 
 async def test_scan_is_indexed_and_fresh_with_skipped_files_recorded(
