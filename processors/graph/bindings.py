@@ -17,10 +17,11 @@ through. Per language (modules.py says where a module lives):
 
 from __future__ import annotations
 
+from collections.abc import Set
 from dataclasses import dataclass, field
 
 from processors.graph import modules as m
-from processors.graph.lookup import Lookup
+from processors.graph.lookup import Key, Lookup
 from stores.records import ImportRecord
 
 
@@ -50,6 +51,53 @@ def bindings(
         for imp in imports:
             binder(path, imp, lookup, found)
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class ImportBinding:
+    """What one import binds alone, and the lookup keys that took: a change redoes
+    only the imports whose keys it reaches (a hub's deletion, one import of each
+    dependent), and the file's bindings are these laid over each other in order."""
+
+    keys: frozenset[Key]
+    part: Bindings
+
+
+def bind_imports(
+    path: str,
+    language: str | None,
+    imports: tuple[ImportRecord, ...],
+    lookup: Lookup,
+    previous: tuple[ImportBinding, ...] = (),
+    dirty: Set[Key] = frozenset(),
+) -> tuple[Bindings, tuple[ImportBinding, ...], set[str]]:
+    """``bindings``, import by import; ``previous``: the same imports' parts, of which
+    those that asked no ``dirty`` key are reused. Every part's keys go to ``lookup``.
+    Also the names the parts done again bind, before or now: no other name's binding
+    can differ from the previous parts' (the first binding of a name wins)."""
+    found = Bindings()
+    binder = _BINDERS.get(language or "")
+    if binder is None:
+        return found, (), set()
+    parts = []
+    redone: set[str] = set()
+    for i, imp in enumerate(imports):
+        done = previous[i] if i < len(previous) else None
+        if done is None or not dirty.isdisjoint(done.keys):
+            if done is not None:
+                redone.update(done.part.names)
+            fork = lookup.fork()
+            part = Bindings()
+            binder(path, imp, fork, part)
+            done = ImportBinding(frozenset(fork.keys), part)
+            redone.update(part.names)
+        parts.append(done)
+        lookup.keys |= done.keys
+        found.targets += done.part.targets
+        found.wildcards += done.part.wildcards
+        for local, binding in done.part.names.items():
+            found.bind(local, binding)
+    return found, tuple(parts), redone
 
 
 def _python(path: str, imp: ImportRecord, lookup: Lookup, out: Bindings) -> None:
@@ -158,3 +206,31 @@ _BINDERS = {
     "java": _java,
     "rust": _rust,
 }
+
+
+@dataclass(frozen=True, slots=True)
+class FileBindings:
+    """Another file's bindings, as resolution reads them (re-exports, bases written
+    there): computed once per pass, kept between passes to tell which names a change
+    binds differently (IncrementalGraph)."""
+
+    binds: Bindings
+    parts: tuple[ImportBinding, ...]
+    keys: frozenset[Key]  # what computing them asked
+
+
+BindingsCache = dict[str, FileBindings]
+
+
+def file_bindings(
+    path: str, lookup: Lookup, previous: FileBindings | None = None, dirty: Set[Key] = frozenset()
+) -> tuple[FileBindings, set[str] | None]:
+    """The bindings of the file at ``path`` now, with the keys asked recorded apart;
+    and the names that may be bound differently than in ``previous`` (None: any)."""
+    fork = lookup.fork()
+    language = fork.language(path)
+    lang = language if isinstance(language, str) else None
+    alike = ("f", path) not in dirty and ("i", path) not in dirty
+    done = previous.parts if previous is not None and alike else ()
+    binds, parts, redone = bind_imports(path, lang, fork.imports(path), fork, done, dirty)
+    return FileBindings(binds, parts, frozenset(fork.keys)), redone if done else None

@@ -17,28 +17,24 @@ between the files. Name-match edges are kept but never weigh in.
 from __future__ import annotations
 
 import posixpath
-import re
-from collections import Counter
 from collections.abc import Set
 
 from processors.graph.answers import FileAnswers
-from processors.graph.ids import external_id, file_id, path_of, symbol_id
+from processors.graph.bindings import BindingsCache
+from processors.graph.ids import file_id, is_test_path, symbol_id
 from processors.graph.lookup import Key, Lookup
-from processors.graph.resolver import RANK, BindingsCache, FileResolver, Target
+from processors.graph.resolver import FileResolver
+from processors.graph.tally import EdgeKey, FileTally, file_edge, uses_of
 from stores.records import EdgeRecord, FileRecord, NodeRecord
 
-EdgeKey = tuple[str, str, str]
-REFERENCE_EDGE = {"call": "CALLS", "type": "USES", "use": "REFERENCES"}
-STRUCTURAL = frozenset({"import", "same_file", "same_folder"})
-
-_TEST_FILE = re.compile(
-    r"(^|/)(tests?|__tests__|spec)/|(^|/)test_[^/]*\.py$|_test\.(py|go)$|"
-    r"(Test|Tests|IT)\.java$|\.(test|spec)\.[jt]sx?$"
-)
-
-
-def is_test_path(path: str) -> bool:
-    return _TEST_FILE.search(path) is not None
+__all__ = [
+    "file_nodes",
+    "file_patch",
+    "file_structure",
+    "file_subgraph",
+    "is_test_path",
+    "structure_edges",
+]
 
 
 def file_subgraph(
@@ -49,20 +45,83 @@ def file_subgraph(
     dirty: Set[Key] = frozenset(),
 ) -> tuple[dict[str, NodeRecord], dict[EdgeKey, EdgeRecord], FileAnswers | None]:
     """The file's nodes and owned edges, and its answers (to reuse, with ``previous``
-    and the keys ``dirty`` since, at its next resolution: see answers.py)."""
-    nodes = _nodes(record)
+    and the keys ``dirty`` since, at its next resolution: see answers.py), which carry
+    the tally its resolved edges add up from (to patch: ``file_patch``)."""
+    nodes = file_nodes(record)
     edges: dict[EdgeKey, EdgeRecord] = {}
     _structure(record, edges)
     if record.language is None or record.skipped:
         return nodes, edges, None
     resolver = FileResolver(record, lookup, cache, previous, dirty)
-    into: Counter[str] = Counter()  # structural references into other files
-    _references(record, resolver, nodes, edges, into)
-    _inheritance(record, resolver, edges, into)
-    _imports(record, resolver, edges, into)
-    if is_test_path(record.path):
-        _tests(record, edges)
+    tally = FileTally(record.path, is_test_path(record.path), uses_of(record, nodes))
+    for question, uses in tally.uses.items():
+        tally.add(uses, resolver.ask(question))
+    edges.update(tally.edges())
+    tally.file_edges = tally.between_files(resolver.binds)
+    edges.update((key, file_edge(key, attrs)) for key, attrs in tally.file_edges.items())
+    resolver.answers.tally = tally
     return nodes, edges, resolver.answers
+
+
+def file_patch(
+    record: FileRecord,
+    lookup: Lookup,
+    cache: BindingsCache,
+    previous: FileAnswers,
+    dirty: Set[Key],
+    nodes: dict[str, NodeRecord] | None = None,
+    reshaped: Set[str] = frozenset(),
+) -> tuple[dict[EdgeKey, EdgeRecord | None], FileAnswers]:
+    """The owned edges that change (None: removed) when the keys ``dirty`` changed
+    their answers, for a file resolved before into ``previous`` (its answers and their
+    tally); and its new answers. Its nodes and structure edges are left as they are: a
+    function of the record, which is the same, or (``nodes``: the new record's) differs
+    in nothing resolution reads (IncrementalGraph.change) and only its references are
+    compared question by question; ``reshaped``: the qualnames whose signatures it
+    changed (its structure edges are the caller's then). ``lookup`` records the keys of
+    the bindings and of the questions asked again only (see IncrementalGraph.commit)."""
+    assert previous.tally is not None, "a tally is kept by every resolution"
+    resolver = FileResolver(record, lookup, cache, previous, dirty, reshaped)
+    old = tally = previous.tally
+    questions = resolver.revalidate()
+    uses = old.uses
+    if nodes is not None:
+        uses = uses_of(record, nodes)
+        questions += [q for q in (*uses, *old.uses) if uses.get(q) != old.uses.get(q)]
+        tally = old.copy()
+        tally.uses = uses
+    touched: dict[EdgeKey, int] = {}
+    for question in dict.fromkeys(questions):
+        was, now = old.uses.get(question, ()), uses.get(question, ())
+        if not (was or now):
+            continue  # asked from within another question, which re-resolves it
+        before = previous.answers[question].targets if was else ()
+        after = resolver.ask(question) if now else ()
+        if was != now or before != after:
+            if tally is old:
+                tally = old.copy()
+            tally.swap((was, before), (now, after), touched)
+    changes = tally.patch(touched)
+    if tally is old and resolver.binds is previous.binds:
+        resolver.answers.tally = tally  # nor do the edges between files change
+        return changes, resolver.answers
+    new = tally.between_files(resolver.binds)
+    if new != old.file_edges:
+        if tally is old:
+            tally = old.copy()
+        for key in old.file_edges.keys() | new.keys():
+            attrs = new.get(key)
+            if attrs != old.file_edges.get(key):
+                changes[key] = None if attrs is None else file_edge(key, attrs)
+        tally.file_edges = new
+    resolver.answers.tally = tally
+    return changes, resolver.answers
+
+
+def structure_edges(record: FileRecord) -> dict[EdgeKey, EdgeRecord]:
+    edges: dict[EdgeKey, EdgeRecord] = {}
+    _structure(record, edges)
+    return edges
 
 
 def file_structure(
@@ -72,10 +131,10 @@ def file_structure(
     SIBLING): what a scanned file holds until the scan's barrier resolves it."""
     edges: dict[EdgeKey, EdgeRecord] = {}
     _structure(record, edges)
-    return _nodes(record), edges
+    return file_nodes(record), edges
 
 
-def _nodes(record: FileRecord) -> dict[str, NodeRecord]:
+def file_nodes(record: FileRecord) -> dict[str, NodeRecord]:
     path = record.path
     nodes = {
         file_id(path): NodeRecord(
@@ -101,21 +160,8 @@ def _nodes(record: FileRecord) -> dict[str, NodeRecord]:
     return nodes
 
 
-def _add(edges: dict[EdgeKey, EdgeRecord], edge: EdgeRecord) -> None:
-    old = edges.get(edge.key)
-    if old is None:
-        edges[edge.key] = edge
-        return
-    edges[edge.key] = EdgeRecord(
-        src=edge.src,
-        dst=edge.dst,
-        kind=edge.kind,
-        weight=old.weight + edge.weight,
-        confidence=_stronger(old.confidence, edge.confidence),  # type: ignore[arg-type]
-    )
-
-
 def _structure(record: FileRecord, edges: dict[EdgeKey, EdgeRecord]) -> None:
+    """Each key once: every edge names a symbol of its own (the first of duplicates)."""
     path, fid = record.path, file_id(record.path)
     seen: set[str] = set()
     last_child: dict[str | None, str] = {}
@@ -125,171 +171,13 @@ def _structure(record: FileRecord, edges: dict[EdgeKey, EdgeRecord]) -> None:
         seen.add(sym.qualname)
         sid = symbol_id(path, sym.qualname)
         parent = symbol_id(path, sym.parent) if sym.parent and sym.parent in seen else fid
-        _add(edges, EdgeRecord(src=parent, dst=sid, kind="CONTAINS"))
-        _add(edges, EdgeRecord(src=sid, dst=fid, kind="DEFINED_BY"))
+        _put(edges, EdgeRecord(src=parent, dst=sid, kind="CONTAINS"))
+        _put(edges, EdgeRecord(src=sid, dst=fid, kind="DEFINED_BY"))
         previous = last_child.get(sym.parent)
         if previous is not None:
-            _add(edges, EdgeRecord(src=previous, dst=sid, kind="SIBLING"))
+            _put(edges, EdgeRecord(src=previous, dst=sid, kind="SIBLING"))
         last_child[sym.parent] = sid
 
 
-def _source(record: FileRecord, scope: str | None, nodes: dict[str, NodeRecord]) -> str:
-    if scope:
-        sid = symbol_id(record.path, scope)
-        if sid in nodes:
-            return sid
-    return file_id(record.path)
-
-
-def _references(
-    record: FileRecord,
-    resolver: FileResolver,
-    nodes: dict[str, NodeRecord],
-    edges: dict[EdgeKey, EdgeRecord],
-    into: Counter[str],
-) -> None:
-    """Reference edges, weighing how many references each stands for. References alike
-    in scope, qualifier, name and kind are resolved and counted once (a method calling
-    ``self.x()`` ten times is one question with a count of ten)."""
-    groups = Counter((r.scope, r.qualifier, r.name, r.kind) for r in record.references)
-    tally: dict[EdgeKey, tuple[float, str]] = {}
-    sources: dict[str | None, str] = {}
-    for (scope, qualifier, name, ref_kind), count in groups.items():
-        src = sources.get(scope)
-        if src is None:
-            src = sources[scope] = _source(record, scope, nodes)
-        for target in resolver.resolve_name(qualifier, name, scope):
-            if target.node == src:
-                continue  # recursion is not a dependency
-            key = (src, target.node, REFERENCE_EDGE[ref_kind])
-            old = tally.get(key)
-            tally[key] = (
-                (count, target.confidence)
-                if old is None
-                else (old[0] + count, _stronger(old[1], target.confidence))
-            )
-            if target.path != record.path and target.confidence in STRUCTURAL:
-                into[target.path] += count
-    for (src, dst, kind), (weight, confidence) in tally.items():
-        _add(
-            edges,
-            EdgeRecord(
-                src=src,
-                dst=dst,
-                kind=kind,
-                weight=float(weight),
-                confidence=confidence,  # type: ignore[arg-type]
-            ),
-        )
-
-
-def _stronger(a: str, b: str) -> str:
-    return a if RANK.get(a, -1) <= RANK.get(b, -1) else b
-
-
-def _count(record: FileRecord, target: Target, into: Counter[str]) -> None:
-    if target.path != record.path and target.confidence in STRUCTURAL:
-        into[target.path] += 1
-
-
-def _inheritance(
-    record: FileRecord,
-    resolver: FileResolver,
-    edges: dict[EdgeKey, EdgeRecord],
-    into: Counter[str],
-) -> None:
-    for sym in record.symbols:
-        sid = symbol_id(record.path, sym.qualname)
-        for kind, written in [("EXTENDS", b) for b in sym.bases] + [
-            ("IMPLEMENTS", i) for i in sym.implements
-        ]:
-            for target in resolver.resolve_type_name(written, sym.parent):
-                if target.node != sid:
-                    _add(
-                        edges,
-                        EdgeRecord(
-                            src=sid,
-                            dst=target.node,
-                            kind=kind,
-                            confidence=target.confidence,  # type: ignore[arg-type]
-                        ),
-                    )
-                    _count(record, target, into)
-
-
-def _imports(
-    record: FileRecord,
-    resolver: FileResolver,
-    edges: dict[EdgeKey, EdgeRecord],
-    into: Counter[str],
-) -> None:
-    fid = file_id(record.path)
-    imported: set[str] = set()
-    for module in resolver.binds.targets:
-        if module.external is not None:
-            _set(edges, EdgeRecord(src=fid, dst=external_id(module.external), kind="IMPORTS"))
-            continue
-        files = [f for f in module.files if f != record.path]
-        if not files:
-            continue
-        referenced = [f for f in files if into[f]]
-        for f in files:
-            imported.add(f)
-            if referenced and not into[f]:
-                continue  # a package import weighs what it is used for
-            weight = float(into[f]) if referenced else round(1.0 / len(files), 4)
-            _set(
-                edges,
-                EdgeRecord(
-                    src=fid, dst=file_id(f), kind="IMPORTS", weight=weight, confidence="import"
-                ),
-            )
-    for path, count in sorted(into.items()):
-        if path not in imported:
-            _set(
-                edges,
-                EdgeRecord(
-                    src=fid,
-                    dst=file_id(path),
-                    kind="REFERENCES",
-                    weight=float(count),
-                    confidence="same_folder",
-                ),
-            )
-
-
-def _set(edges: dict[EdgeKey, EdgeRecord], edge: EdgeRecord) -> None:
-    """One edge per file pair and kind: the largest weight wins (a package imported twice)."""
-    old = edges.get(edge.key)
-    if old is None or edge.weight > old.weight:
-        edges[edge.key] = edge
-
-
-def _tests(record: FileRecord, edges: dict[EdgeKey, EdgeRecord]) -> None:
-    """A test file TESTS the files it reaches; a test function TESTS what it calls."""
-    fid = file_id(record.path)
-    tested: Counter[str] = Counter()
-    for edge in list(edges.values()):
-        if edge.confidence == "name_match" or edge.kind not in (
-            "CALLS",
-            "USES",
-            "IMPORTS",
-            "REFERENCES",
-        ):
-            continue
-        path = path_of(edge.dst)
-        if path is None or path == record.path or is_test_path(path):
-            continue
-        tested[path] += 1
-        if edge.kind == "CALLS" and edge.src != fid and _is_test_function(edge.src):
-            _add(
-                edges,
-                EdgeRecord(src=edge.src, dst=edge.dst, kind="TESTS", confidence=edge.confidence),
-            )
-    for path, count in sorted(tested.items()):
-        _set(edges, EdgeRecord(src=fid, dst=file_id(path), kind="TESTS", weight=float(count)))
-
-
-def _is_test_function(node_id: str) -> bool:
-    name = node_id.rsplit(":", 1)[1].rsplit(".", 1)[-1]
-    return name.startswith(("test", "Test"))
+def _put(edges: dict[EdgeKey, EdgeRecord], edge: EdgeRecord) -> None:
+    edges[edge.key] = edge

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import posixpath
+import re
+from functools import lru_cache
 
 from stores.repo_state import owner_path
 
@@ -33,3 +35,14 @@ def path_of(node_id: str) -> str | None:
 def folder_of(path: str) -> str:
     """The folder holding ``path`` ('' for the repository root)."""
     return posixpath.dirname(path)
+
+
+_TEST_FILE = re.compile(
+    r"(^|/)(tests?|__tests__|spec)/|(^|/)test_[^/]*\.py$|_test\.(py|go)$|"
+    r"(Test|Tests|IT)\.java$|\.(test|spec)\.[jt]sx?$"
+)
+
+
+@lru_cache(maxsize=1 << 16)  # asked per edge of a test file: a regex search each time
+def is_test_path(path: str) -> bool:
+    return _TEST_FILE.search(path) is not None

@@ -6,6 +6,12 @@ every file that asked a question whose answer is now different), rebuilds the fo
 above the changed paths, and returns the difference against the state as delta fields.
 Because a file's part of the graph is a pure function of its facts and its recorded
 answers, the result equals what a fresh build of the same files would hold.
+
+A file re-resolved with its record unchanged (a dependent), or changed in nothing its
+resolution reads but its own symbols and references (`_reads_alike`), is patched
+(build.file_patch): only the questions whose answers may have changed are asked again,
+and only the edges their tallies touch are diffed (issue 3). A file resolved afresh (new,
+its imports changed, or after a restore) is diffed against all it owned.
 """
 
 from __future__ import annotations
@@ -13,10 +19,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from processors.graph.answers import FileAnswers
-from processors.graph.build import file_structure, file_subgraph
+from processors.graph.bindings import BindingsCache
+from processors.graph.build import (
+    file_nodes,
+    file_patch,
+    file_structure,
+    file_subgraph,
+    structure_edges,
+)
 from processors.graph.folders import FolderTree
 from processors.graph.lookup import Key, Lookup, RepoFacts
-from processors.graph.resolver import BindingsCache
+from processors.graph.reexports import KeptBindings
 from stores.deltas import GraphDelta
 from stores.records import EdgeRecord, FileRecord, NodeRecord
 from stores.repo_state import RepoState
@@ -36,9 +49,12 @@ class IncrementalGraph:
         self._pending: dict[str, set[Key]] = {}
         self._answers: dict[str, FileAnswers] = {}  # file -> its last resolution's answers
         self._pending_answers: dict[str, FileAnswers | None] = {}
+        self._pending_more: dict[str, set[Key]] = {}  # patched file -> keys it added
         self._deferred: set[str] = set()  # files of a scan not resolved yet
         self._deferred_keys: set[Key] = set()  # keys their arrival changed
         self._deferred_folders: set[str] = set()  # folders their arrival changed
+        self._bindings = KeptBindings()  # other files' bindings: see reexports.py
+        self._pending_binds: BindingsCache = {}
 
     # -- computing a change -----------------------------------------------------------
 
@@ -65,11 +81,19 @@ class IncrementalGraph:
             dirty |= self.facts.replace(path, None)
             folders.update(self.folders.remove(path))
             self._deferred.discard(path)
+        # changed files whose imports, language and package are the same: their
+        # previous record and the qualnames whose signatures changed
+        same: dict[str, tuple[FileRecord, frozenset[str]]] = {}
         if upserted is not None:
-            new = upserted.path not in self.facts.files
+            old = self.facts.files.get(upserted.path)
+            was = self.facts.by_qualname.get(upserted.path, {})
             dirty |= self.facts.replace(upserted.path, upserted)
-            if new:
+            if old is None:
                 folders.update(self.folders.add(upserted.path))
+            elif _reads_alike(old, upserted):
+                now = self.facts.by_qualname[upserted.path]
+                reshaped = {q for q in was.keys() | now.keys() if was.get(q) != now.get(q)}
+                same[upserted.path] = (old, frozenset(reshaped))
         changed = set(removed) | ({upserted.path} if upserted is not None else set())
         if defer:
             # Folders too wait for the barrier: a folder's edges list all its files, so
@@ -82,6 +106,7 @@ class IncrementalGraph:
                 state, set(), changed, set(), structure_only=changed - set(removed)
             )
         dirty |= self._deferred_keys
+        cache = self._bindings.rebind(self.facts, dirty)
         folders |= self._deferred_folders
         affected = {p for key in dirty for p in self._askers.get(key, ())} | self._deferred
         self._deferred, self._deferred_keys, self._deferred_folders = set(), set(), set()
@@ -91,7 +116,9 @@ class IncrementalGraph:
             self._asks_current = True
         if upserted is not None:
             affected.add(upserted.path)
-        return self._resolve(state, affected - set(removed), changed, folders, dirty=dirty)
+        return self._resolve(
+            state, affected - set(removed), changed - same.keys(), folders, dirty, same, cache
+        )
 
     def _resolve(
         self,
@@ -99,21 +126,40 @@ class IncrementalGraph:
         affected: set[str],
         changed: set[str],
         folders: set[str],
-        structure_only: set[str] = frozenset(),  # type: ignore[assignment]
         dirty: set[Key] = frozenset(),  # type: ignore[assignment]
+        same: dict[str, tuple[FileRecord, frozenset[str]]] | None = None,
+        cache: BindingsCache | None = None,
+        structure_only: set[str] = frozenset(),  # type: ignore[assignment]
     ) -> GraphChanges:
         """Resolve ``affected`` (reusing the answers of unchanged files that asked no
         key in ``dirty``), lay out ``structure_only`` and ``folders``, and diff."""
         new_nodes: dict[str, NodeRecord] = {}
         new_edges: dict[EdgeKey, EdgeRecord] = {}
-        self._pending, self._pending_answers = {}, {}
-        cache: BindingsCache = {}  # the facts hold still for this pass
+        patched: dict[EdgeKey, EdgeRecord | None] = {}
+        node_owners: set[str] = set()  # patched files whose nodes are in new_nodes
+        self._pending, self._pending_answers, self._pending_more = {}, {}, {}
+        cache = {} if cache is None else cache  # the facts hold still for this pass
+        self._pending_binds = cache
         for path in sorted(affected):
             lookup = Lookup(self.facts)
+            record = self.facts.files[path]
             previous = None if path in changed else self._answers.get(path)
-            nodes, edges, answers = file_subgraph(
-                self.facts.files[path], lookup, cache, previous, dirty
-            )
+            if previous is not None and previous.tally is not None:
+                old, reshaped = (same or {}).get(path, (None, frozenset()))
+                renodes = file_nodes(record) if old is not None else None
+                changes, kept = file_patch(
+                    record, lookup, cache, previous, dirty, renodes, reshaped
+                )
+                patched.update(changes)
+                if old is not None and reshaped:
+                    patched.update(_restructured(old, record))
+                if renodes is not None:
+                    new_nodes.update(renodes)
+                    node_owners.add(path)
+                self._pending_more[path] = lookup.keys
+                self._pending_answers[path] = kept
+                continue
+            nodes, edges, answers = file_subgraph(record, lookup, cache, previous, dirty)
             new_nodes.update(nodes)
             new_edges.update(edges)
             self._pending[path] = lookup.keys
@@ -130,8 +176,8 @@ class IncrementalGraph:
             nodes, edges = self.folders.subgraph(folder)
             new_nodes.update(nodes)
             new_edges.update(edges)
-        owners = affected | changed | {"/" + f for f in folders}
-        return self._diff(state, owners, new_nodes, new_edges)
+        owners = (affected - self._pending_more.keys()) | changed | {"/" + f for f in folders}
+        return self._diff(state, owners, new_nodes, new_edges, patched, owners | node_owners)
 
     def _diff(
         self,
@@ -139,20 +185,30 @@ class IncrementalGraph:
         owners: set[str],
         new_nodes: dict[str, NodeRecord],
         new_edges: dict[EdgeKey, EdgeRecord],
+        patched: dict[EdgeKey, EdgeRecord | None],
+        node_owners: set[str],
     ) -> GraphChanges:
-        old_nodes = {n.id: n for p in owners for n in state.owned_nodes(p)}
-        old_edges = {e.key: e for p in owners for e in state.owned_edges(p)}
-        edges_removed = sorted(k for k in old_edges if k not in new_edges)
-        edges_upserted = [
-            e for k, e in sorted(new_edges.items()) if not _same_edge(old_edges.get(k), e)
+        """``owners``' edges are all in ``new_edges``, ``node_owners``' nodes all in
+        ``new_nodes``; ``patched`` holds the only edges of other files that may differ
+        (None: none now)."""
+        old_nodes = {i for p in node_owners for i in state.nodes_by_owner.get(p, ())}
+        old_edges = {k for p in owners for k in state.edges_by_owner.get(p, ())}
+        edges = state.edges
+        removed = [k for k in old_edges if k not in new_edges]
+        removed += [k for k, e in patched.items() if e is None and k in edges]
+        upserted = [e for k, e in new_edges.items() if not _same_edge(edges.get(k), e)]
+        upserted += [
+            e for k, e in patched.items() if e is not None and not _same_edge(edges.get(k), e)
         ]
+        edges_removed = sorted(removed)
+        edges_upserted = sorted(upserted, key=_edge_key)
         nodes_removed = sorted(i for i in old_nodes if i not in new_nodes)
         net: dict[str, int] = {}
         for key in edges_removed:
             if key[1].startswith("ext:"):
                 net[key[1]] = net.get(key[1], 0) - 1
         for edge in edges_upserted:
-            if edge.dst.startswith("ext:") and edge.key not in old_edges:
+            if edge.dst.startswith("ext:") and edge.key not in edges:
                 net[edge.dst] = net.get(edge.dst, 0) + 1
                 if edge.dst not in state.nodes:
                     name = edge.dst[4:]
@@ -200,12 +256,26 @@ class IncrementalGraph:
                 self._asked[path] = keys
                 for key in keys - old if old else keys:
                     self._askers.setdefault(key, set()).add(path)
+        for path, keys in self._pending_more.items():
+            # A patched file (build.file_patch) adds the keys of what it re-resolved:
+            # it keeps the keys of answers no longer asked (a superset of what a full
+            # resolution records). Safe: an extra key only brings the file into a later
+            # change's ``affected``, where each answer is checked against that change's
+            # dirty keys by its own keys, so no edge depends on the extras; and every
+            # kept answer's keys stay recorded, so no stale answer goes unnoticed.
+            # The file's next full resolution (its record changed) records exactly.
+            asked = self._asked.setdefault(path, set())
+            for key in keys - asked:
+                self._askers.setdefault(key, set()).add(path)
+            asked |= keys
+        self._bindings.keep(self._pending_binds)
+        self._pending_binds = {}
         for path, answers in self._pending_answers.items():
             if answers is None:
                 self._answers.pop(path, None)
             else:
                 self._answers[path] = answers
-        self._pending, self._pending_answers = {}, {}
+        self._pending, self._pending_answers, self._pending_more = {}, {}, {}
 
     def absorb(self, delta: GraphDelta) -> None:
         """Follow a delta published earlier (a restore): files and folders, not answers."""
@@ -219,6 +289,32 @@ class IncrementalGraph:
             self.facts.replace(record.path, record)
         self._asks_current = False  # the next change resolves every file once
         self._answers = {}
+        self._bindings = KeptBindings()  # kept from facts the delta moved past
+
+
+def _restructured(old: FileRecord, new: FileRecord) -> dict[EdgeKey, EdgeRecord | None]:
+    """The structure edges (CONTAINS, DEFINED_BY, SIBLING) that differ between records."""
+    was, now = structure_edges(old), structure_edges(new)
+    return {
+        key: now.get(key)
+        for key in was.keys() | now.keys()
+        if key not in was or key not in now or not _same_edge(was[key], now[key])
+    }
+
+
+def _reads_alike(old: FileRecord, new: FileRecord) -> bool:
+    """Whether resolving ``new`` reads what resolving ``old`` read of its own record
+    (its symbols' signatures aside, compared by the caller): then the old answers hold."""
+    return (
+        old.language == new.language
+        and old.package == new.package
+        and old.skipped == new.skipped
+        and old.imports == new.imports
+    )
+
+
+def _edge_key(edge: EdgeRecord) -> EdgeKey:
+    return (edge.src, edge.dst, edge.kind)
 
 
 def _same_edge(old: EdgeRecord | None, new: EdgeRecord) -> bool:

@@ -13,7 +13,9 @@ the folder holds; ("q", "path#qualname") the signature of one symbol, if defined
 that looked that very name up); ("i", path) the imports;
 ("n", name) who defines a name; ("p", package) the files declaring a package;
 ("c", kind) the configuration files of a kind and their aliases; ("y", stem) the file a
-Python module at that path stem is (one question instead of a probe per suffix).
+Python module at that path stem is (one question instead of a probe per suffix);
+("b", "path#name") what another file's imports bind a name to ('*': its wildcards),
+made dirty by IncrementalGraph, which keeps those bindings and what they asked.
 """
 
 from __future__ import annotations
@@ -265,6 +267,11 @@ class Lookup:
         self.keys.add(("i", path))
         record = self._facts.files.get(path)
         return record.imports if record is not None else ()
+
+    def bound_in(self, path: str, name: str) -> None:
+        """What another file's imports bind ``name`` to ('*': its wildcard imports) was
+        read (computed with a ``fork``: see IncrementalGraph)."""
+        self.keys.add(("b", f"{path}#{name}"))
 
     def definers(self, name: str) -> tuple[tuple[str, str], ...] | None:
         self.keys.add(("n", name))

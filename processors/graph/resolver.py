@@ -14,13 +14,28 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Set
+from functools import cached_property
 
 from processors.graph import modules as m
-from processors.graph.answers import Answer, FileAnswers, Question, Target, changed_names
-from processors.graph.bindings import Binding, Bindings, bindings
+from processors.graph.answers import (
+    Answer,
+    FileAnswers,
+    OwnRead,
+    Question,
+    Target,
+    changed_names,
+    reads_changed,
+)
+from processors.graph.bindings import (
+    Binding,
+    Bindings,
+    BindingsCache,
+    bind_imports,
+    file_bindings,
+)
 from processors.graph.ids import symbol_id
 from processors.graph.lookup import Key, Lookup, Sig
-from stores.records import FileRecord, ReferenceRecord
+from stores.records import FileRecord, ReferenceRecord, SymbolRecord
 
 SELF_NAMES = frozenset({"self", "this", "cls", "Self"})
 SUPER = "super"  # Python's super(), Java's and JavaScript's super: the bases' members
@@ -43,15 +58,13 @@ BUILTIN_NAMES["typescript"] = BUILTIN_NAMES["tsx"] = BUILTIN_NAMES["javascript"]
 RANK = {"import": 0, "same_file": 1, "same_folder": 2, "name_match": 3}
 
 
-BindingsCache = dict[str, tuple[Bindings, set[tuple[str, str]]]]
-
-
 class FileResolver:
     """Resolves the references of one file; every question goes through ``lookup``.
 
     ``previous``: the file's answers from its last resolution (its facts unchanged
     since), and ``dirty`` the keys whose answers changed since: answers that asked none
-    of them are reused. ``answers`` holds this resolution's, for the next one.
+    of them (nor read a symbol of its own among ``reshaped``, when the file changed) are
+    reused. ``answers`` holds this resolution's, for the next one.
     """
 
     def __init__(
@@ -61,65 +74,115 @@ class FileResolver:
         cache: BindingsCache | None = None,
         previous: FileAnswers | None = None,
         dirty: Set[Key] = frozenset(),
+        reshaped: Set[str] = frozenset(),
     ) -> None:
         self.record = record
         self.path = record.path
         self.language = record.language
         self.lookup = lookup
-        self.own = {s.qualname: s for s in reversed(record.symbols)}  # first definition wins
         if previous is not None and dirty.isdisjoint(previous.base):
-            self.binds, base = previous.binds, previous.base
+            self.binds, base, parts = previous.binds, previous.base, previous.imports
             lookup.keys.update(base)
-        else:
-            self.binds = bindings(self.path, self.language, record.imports, lookup)
+            redone: set[str] = set()  # the names that may be bound differently
+        else:  # ``previous`` is of the same imports (IncrementalGraph.change)
+            self.binds, parts, redone = bind_imports(
+                self.path,
+                self.language,
+                record.imports,
+                lookup,
+                previous.imports if previous is not None else (),
+                dirty,
+            )
             base = frozenset(lookup.keys)
         self._cache: BindingsCache = cache if cache is not None else {}
-        self.answers = FileAnswers(self.binds, base)
+        self.answers = FileAnswers(self.binds, base, imports=parts)
         self._reusable = previous.answers if previous is not None else {}
         self._rebound = (
-            changed_names(previous.binds, self.binds) if previous is not None else frozenset()
+            changed_names(previous.binds, self.binds, redone if previous.imports else None)
+            if previous is not None
+            else frozenset()
         )
         self._dirty = dirty
         self._names: set[str] = set()  # the bindings read by the question being answered
+        self._own: set[OwnRead] = set()  # what it read of the file's own symbols
+        self._reshaped = reshaped
 
-    def _answer(self, question: Question, compute: Callable[[], list[Target]]) -> list[Target]:
+    @cached_property
+    def own(self) -> dict[str, SymbolRecord]:
+        """The file's symbols by qualname, the first definition winning (built when first
+        read: a patched dependent mostly reads none)."""
+        return {s.qualname: s for s in reversed(self.record.symbols)}
+
+    def _answer(
+        self, question: Question, compute: Callable[[], list[Target]]
+    ) -> tuple[Target, ...]:
         """The question's targets: answered already in this pass, reused from the last
         one, or computed with the keys it asks recorded apart; either way its keys are
         added to the enclosing recording (the file's, or an outer question's)."""
         answer = self.answers.answers.get(question)
         if answer is None:
             answer = self._reusable.get(question)
-            if (
-                answer is None
-                or not self._dirty.isdisjoint(answer.keys)
-                or not self._rebound.isdisjoint(answer.names)
-            ):
-                outer_keys, outer_names = self.lookup.keys, self._names
-                self.lookup.keys, self._names = set(), set()
+            if answer is None or not self._valid(answer):
+                outer = self.lookup.keys, self._names, self._own
+                self.lookup.keys, self._names, self._own = set(), set(), set()
                 try:
                     targets = tuple(compute())
-                    answer = Answer(targets, tuple(self.lookup.keys), tuple(self._names))
+                    answer = Answer(
+                        targets, tuple(self.lookup.keys), tuple(self._names), tuple(self._own)
+                    )
                 finally:
-                    self.lookup.keys, self._names = outer_keys, outer_names
+                    self.lookup.keys, self._names, self._own = outer
             self.answers.answers[question] = answer
         self.lookup.keys.update(answer.keys)
         self._names.update(answer.names)
-        return list(answer.targets)
+        self._own.update(answer.own)
+        return answer.targets
+
+    def _valid(self, answer: Answer) -> bool:
+        return (
+            self._dirty.isdisjoint(answer.keys)
+            and self._rebound.isdisjoint(answer.names)
+            and not (self._reshaped and reads_changed(answer.own, self._reshaped))
+        )
 
     def _bound(self, name: str) -> Binding | None:
         """What an import of this file binds ``name`` to (recorded: see answers.py)."""
         self._names.add(name)
         return self.binds.names.get(name)
 
+    def revalidate(self) -> list[Question]:
+        """Carry the previous answers still valid into this resolution, none asked yet
+        (a dependent whose facts did not change: see tally.py); return the stale ones,
+        which re-resolve when asked (and are dropped unless asked)."""
+        reusable, disjoint, rebound = self._reusable, self._dirty.isdisjoint, self._rebound
+        if self._reshaped:
+            kept = {q: a for q, a in reusable.items() if self._valid(a)}
+        elif rebound:
+            unbound = rebound.isdisjoint
+            kept = {q: a for q, a in reusable.items() if disjoint(a.keys) and unbound(a.names)}
+        else:
+            kept = {q: a for q, a in reusable.items() if disjoint(a.keys)}
+        self.answers.answers, self._reusable = kept, {}
+        return [q for q in reusable if q not in kept] if len(kept) < len(reusable) else []
+
     # -- entry points ---------------------------------------------------------------
+
+    def ask(self, question: Question) -> tuple[Target, ...]:
+        """A question of ``uses_of`` (tally.py): a reference or a declared base."""
+        kind, qualifier, name, scope = question  # kept as the answer's key (memory)
+        if kind == "ref":
+            return self._answer(question, lambda: self._resolve(qualifier, name, scope))
+        return self._answer(question, lambda: self._resolve_type_name(name, scope))
 
     def resolve(self, ref: ReferenceRecord) -> list[Target]:
         return self.resolve_name(ref.qualifier, ref.name, ref.scope)
 
     def resolve_name(self, qualifier: str | None, name: str, scope: str | None) -> list[Target]:
         """A reference to ``name`` reached through ``qualifier`` (as written) in ``scope``."""
-        return self._answer(
-            ("ref", qualifier, name, scope), lambda: self._resolve(qualifier, name, scope)
+        return list(
+            self._answer(
+                ("ref", qualifier, name, scope), lambda: self._resolve(qualifier, name, scope)
+            )
         )
 
     def _resolve(self, written: str | None, name: str, scope: str | None) -> list[Target]:
@@ -134,8 +197,10 @@ class FileResolver:
 
     def resolve_type_name(self, written: str, scope: str | None) -> list[Target]:
         """A base class or interface as written in a declaration: 'Base', 'a.b.Base'."""
-        return self._answer(
-            ("type", None, written, scope), lambda: self._resolve_type_name(written, scope)
+        return list(
+            self._answer(
+                ("type", None, written, scope), lambda: self._resolve_type_name(written, scope)
+            )
         )
 
     def _resolve_type_name(self, written: str, scope: str | None, depth: int = 0) -> list[Target]:
@@ -162,6 +227,7 @@ class FileResolver:
         return self._name_match(name, member=False)
 
     def _in_scopes(self, name: str, scope: str | None) -> Target | None:
+        self._own.add((name, scope))
         chain = _scope_chain(scope)
         for holder in chain:
             sym = self.own.get(holder)
@@ -302,35 +368,40 @@ class FileResolver:
         return None
 
     def _reexported(self, path: str, name: str, tail: str, depth: int) -> Target | None:
-        binds = self._bindings_of(path)
-        binding = binds.names.get(name)
+        binding = self._bound_in(path, name)
         if binding is not None:
             found = self._through(binding, tail.split(".") if tail else [], "", depth, bound=True)
             if found is not None:
                 return found
         qualname = f"{name}.{tail}" if tail else name
-        for module in binds.wildcards:
+        for module in self._wildcards_in(path):
             found = self._member(module, qualname, depth + 1)
             if found is not None:
                 return found
         return None
 
+    def _bound_in(self, path: str, name: str) -> Binding | None:
+        """What another file's imports bind ``name`` to: asked as ("b", "path#name"),
+        which IncrementalGraph makes dirty when that binding changes."""
+        self.lookup.bound_in(path, name)
+        return self._bindings_of(path).names.get(name)
+
+    def _wildcards_in(self, path: str) -> list[m.Module]:
+        self.lookup.bound_in(path, "*")
+        return self._bindings_of(path).wildcards
+
     def _bindings_of(self, path: str) -> Bindings:
         """Another file's bindings (for re-exports and inherited members), computed once
-        per resolution pass and shared by every file that needs them, with the questions
-        they asked added to this file's."""
+        per resolution pass and shared by every file that needs them."""
         cached = self._cache.get(path)
         if cached is None:
-            fork = self.lookup.fork()
-            language = fork.language(path)
-            lang = language if isinstance(language, str) else None
-            cached = self._cache[path] = (bindings(path, lang, fork.imports(path), fork), fork.keys)
-        self.lookup.keys |= cached[1]
-        return cached[0]
+            cached = self._cache[path] = file_bindings(path, self.lookup)[0]
+        return cached.binds
 
     # -- types and their members ----------------------------------------------------
 
     def _enclosing_type(self, scope: str | None) -> str | None:
+        self._own.add((None, scope))
         for holder in _scope_chain(scope):
             sym = self.own.get(holder)
             if sym is not None and sym.kind in TYPE_KINDS:
@@ -415,8 +486,7 @@ class FileResolver:
     def _resolve_in(self, path: str, written: str, depth: int = 0) -> list[Target]:
         """A type name written in another file, resolved through that file's imports."""
         parts = written.replace("::", ".").split("<", 1)[0].split(".")
-        binds = self._bindings_of(path)
-        binding = binds.names.get(parts[0])
+        binding = self._bound_in(path, parts[0])
         if binding is not None:
             found = self._through(
                 binding,
