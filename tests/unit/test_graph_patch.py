@@ -164,7 +164,7 @@ def test_a_body_edit_patches_the_references_it_adds() -> None:
     assert graph(index) == graph(scanned(files)[0])
 
 
-def test_an_edge_built_from_a_tally_is_the_validated_record() -> None:
+def test_an_edge_built_from_a_tally_sums_its_counts_at_the_strongest_confidence() -> None:
     key = (APP, HELPER, "CALLS")
     packed = (2 << 32) + 3  # 3 by import, 2 in the same file
     built = tally_edge(key, packed)
@@ -267,7 +267,7 @@ def test_a_restored_index_follows_later_changes_exactly() -> None:
         assert graph(restored) == graph(index) == graph(scanned(files)[0]), f"step {step}"
 
 
-def test_an_edge_between_files_built_unvalidated_is_the_validated_record() -> None:
+def test_an_edge_between_files_is_the_record_its_attributes_say() -> None:
     built = file_edge((TEST, "ext:pkg", "IMPORTS"), (1.0, "structural"))
     validated = EdgeRecord(src=TEST, dst="ext:pkg", kind="IMPORTS")
     assert built == validated and hash(built) == hash(validated)
