@@ -113,7 +113,10 @@ class FileTally:
         if key[2] == "CALLS" and key[0] != file_id(self.path) and _is_test_function(key[0]):
             if after:
                 out[(key[0], key[1], "TESTS")] = EdgeRecord(
-                    src=key[0], dst=key[1], kind="TESTS", confidence=_confidence(now)
+                    src=key[0],
+                    dst=key[1],
+                    kind="TESTS",
+                    confidence=_confidence(now),  # type: ignore[arg-type]
                 )
             elif before:
                 out[(key[0], key[1], "TESTS")] = None
@@ -135,8 +138,13 @@ class FileTally:
 
 
 def file_edge(key: EdgeKey, attrs: Attrs) -> EdgeRecord:
+    confidence = attrs[1]  # one of RANK's, or "structural" for file-to-file edges
     return EdgeRecord(
-        src=key[0], dst=key[1], kind=key[2], weight=attrs[0], confidence=attrs[1]
+        src=key[0],
+        dst=key[1],
+        kind=key[2],
+        weight=attrs[0],
+        confidence=confidence,  # type: ignore[arg-type]
     )
 
 
@@ -202,8 +210,13 @@ def tally_edge(key: EdgeKey, packed: int) -> EdgeRecord:
     confidence with a count. (Validated: pydantic's ``model_construct`` measured
     slower than validation here, 6.0 against 3.8 us an edge.)"""
     weight = sum((packed >> (_BITS * rank)) & _MASK for rank in range(len(_CONFIDENCES)))
+    confidence = _confidence(packed)
     return EdgeRecord(
-        src=key[0], dst=key[1], kind=key[2], weight=float(weight), confidence=_confidence(packed)
+        src=key[0],
+        dst=key[1],
+        kind=key[2],
+        weight=float(weight),
+        confidence=confidence,  # type: ignore[arg-type]
     )
 
 
