@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -21,6 +22,7 @@ import pytest_asyncio
 from deploy.embedded_broker import EmbeddedBroker
 from deploy.kafka_dist import ApacheKafka
 from deploy.tansu_quirks import install
+from tests.integration.stack import Stack, running_stack
 
 Broker = EmbeddedBroker | ApacheKafka
 
@@ -76,3 +78,11 @@ def unique_name() -> Callable[[str], str]:
         return f"test.{prefix}.{uuid.uuid4().hex[:10]}"
 
     return make
+
+
+@pytest.fixture
+async def stack(broker: Broker, tmp_path: Path) -> AsyncIterator[Stack]:
+    """A worker and a query service on ``broker`` (a module may override it with its own
+    settings); each test starts its own sources."""
+    async with running_stack(broker.bootstrap, tmp_path / "data") as running:
+        yield running

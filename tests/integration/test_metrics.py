@@ -14,7 +14,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.gitrepo import GitRepo
-from tests.integration.stack import Stack, eventually, running_stack
+from tests.integration.stack import Stack, eventually
 from tests.integration.test_streaming import APP_FILES, fresh_repo
 
 pytestmark = pytest.mark.integration
@@ -36,12 +36,6 @@ async def scrape(stack: Stack) -> Samples:
 
 def value(samples: Samples, name: str, **labels: str) -> float | None:
     return samples.get((name, tuple(sorted(labels.items()))))
-
-
-@pytest.fixture
-async def stack(broker, tmp_path: Path):
-    async with running_stack(broker.bootstrap, tmp_path / "data") as stack:
-        yield stack
 
 
 async def test_metrics_follow_a_repository_from_producer_to_query(

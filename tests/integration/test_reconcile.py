@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.gitrepo import GitRepo
-from tests.integration.stack import Stack, eventually, open_stack, running_stack, stack_settings
+from tests.integration.stack import Stack, eventually, open_stack, stack_settings
 
 pytestmark = pytest.mark.integration
 
@@ -71,12 +71,6 @@ def change_while_stopped(repo: GitRepo) -> str:
     repo.write("pkg/new.py", "import pkg.m3\n")  # untracked
     repo.write("pkg/m4.py", "def f4():\n    return 'dirty'\n")  # uncommitted
     return head
-
-
-@pytest.fixture
-async def stack(broker, tmp_path: Path):
-    async with running_stack(broker.bootstrap, tmp_path / "data") as stack:
-        yield stack
 
 
 async def test_restart_reconciles_with_a_git_diff(broker, stack: Stack, tmp_path: Path) -> None:

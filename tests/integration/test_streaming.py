@@ -18,7 +18,7 @@ from producers.source import Draft, Source
 from stores.delta_log import KafkaDeltaLog
 from stores.deltas import encode_delta
 from tests.gitrepo import GitRepo
-from tests.integration.stack import Stack, eventually, running_stack
+from tests.integration.stack import Stack, eventually
 
 pytestmark = pytest.mark.integration
 
@@ -53,12 +53,6 @@ async def fresh_repo(
 
     await eventually(check, timeout, "the repository to be fresh")
     return body
-
-
-@pytest.fixture
-async def stack(broker, tmp_path: Path):
-    async with running_stack(broker.bootstrap, tmp_path / "data") as stack:
-        yield stack
 
 
 async def test_scan_is_indexed_and_fresh_with_skipped_files_recorded(
