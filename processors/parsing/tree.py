@@ -28,6 +28,7 @@ from stores.records import (
     ReferenceRecord,
     SymbolKind,
     SymbolRecord,
+    trusted,
 )
 
 MAX_REFERENCES = 5000
@@ -194,19 +195,23 @@ class FileFacts:
         if not name:
             return parent
         qualname = f"{parent}.{name}" if parent else name
-        record = SymbolRecord(
-            name=name,
-            qualname=qualname,
-            kind=kind,
-            line_start=first_line(first),
-            line_end=max(last_line(last), first_line(first)),
-            signature=signature,
-            parent=parent,
-            doc=doc,
-            bases=bases,
-            implements=implements,
-            exported=exported,
-            value_type=value_type,
+        line_start = first_line(first)
+        record = trusted(
+            SymbolRecord,
+            {
+                "name": name,
+                "qualname": qualname,
+                "kind": kind,
+                "line_start": line_start,
+                "line_end": max(last_line(last), line_start),
+                "signature": signature,
+                "parent": parent,
+                "doc": doc,
+                "bases": bases,
+                "implements": implements,
+                "exported": exported,
+                "value_type": value_type,
+            },
         )
         self._symbols.append((first.start_byte, record))
         self._spans.append((first.start_byte, last.end_byte, qualname))
@@ -272,13 +277,16 @@ class FileFacts:
         raw = sorted(self._references, key=_start)
         scopes = self._scopes([r[0] for r in raw])
         return tuple(
-            ReferenceRecord(
-                name=name,
-                qualifier=qualifier,
-                kind=kind,
-                line=line,
-                column=column,
-                scope=held if scope is AUTO else scope,
+            trusted(
+                ReferenceRecord,
+                {
+                    "name": name,
+                    "qualifier": qualifier,
+                    "kind": kind,
+                    "line": line,
+                    "column": column,
+                    "scope": held if scope is AUTO else scope,
+                },
             )
             for (_, name, qualifier, kind, line, column, scope), held in zip(
                 raw, scopes, strict=True

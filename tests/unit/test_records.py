@@ -1,0 +1,107 @@
+"""`trusted` records are the validated ones, and every record an extractor or the
+resolver builds that way would pass validation, strictly."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from processors.parsing import parse_file
+from stores.records import EdgeRecord, Record, ReferenceRecord, SymbolRecord, trusted
+from tests.unit.test_graph_patch import FILES, scanned
+
+SAMPLES: list[tuple[type[Record], dict[str, object]]] = [
+    (
+        ReferenceRecord,
+        {"name": "f", "qualifier": "a.b", "kind": "call", "line": 3, "column": 4, "scope": "C.m"},
+    ),
+    (
+        SymbolRecord,
+        {
+            "name": "C",
+            "qualname": "C",
+            "kind": "CLASS",
+            "line_start": 1,
+            "line_end": 9,
+            "signature": "class C(Base)",
+            "parent": None,
+            "doc": "A class.",
+            "bases": ("Base",),
+            "implements": (),
+            "exported": True,
+            "value_type": None,
+        },
+    ),
+    (
+        EdgeRecord,
+        {
+            "src": "sym:a.py:f",
+            "dst": "sym:b.py:g",
+            "kind": "CALLS",
+            "weight": 2.0,
+            "confidence": "import",
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(("cls", "values"), SAMPLES, ids=lambda v: getattr(v, "__name__", ""))
+def test_a_trusted_record_is_the_validated_one(
+    cls: type[Record], values: dict[str, object]
+) -> None:
+    built, validated = trusted(cls, dict(values)), cls(**values)
+    assert built == validated and validated == built
+    assert hash(built) == hash(validated)
+    assert repr(built) == repr(validated)
+    assert built.model_dump() == validated.model_dump()
+    assert built.model_dump_json() == validated.model_dump_json()
+    assert built.model_fields_set == validated.model_fields_set
+    assert pickle.loads(pickle.dumps(built)) == validated
+    first = next(iter(values))
+    copied = built.model_copy(update={first: values[first]})
+    assert copied == validated and copied.model_fields_set == validated.model_fields_set
+    with pytest.raises(Exception, match="frozen"):
+        built.name = "other"  # type: ignore[misc]
+
+
+def test_a_trusted_record_with_another_value_differs() -> None:
+    cls, values = SAMPLES[0]
+    assert trusted(cls, {**values, "line": 4}) != cls(**values)
+
+
+SOURCES = {
+    "m.py": b'"""Mod."""\nimport os\nfrom a import b as c\n\n\nclass C(Base, metaclass=M):\n'
+    b'    """Doc."""\n\n    def m(self, x: int) -> list[str]:\n        return c(os.sep, x)\n\n\n'
+    b"X = C()\n",
+    "m.js": b"import { a } from './a';\nexport class C extends B { m() { return a(1); } }\n"
+    b"function f() { new C().m(); }\n",
+    "m.ts": b"interface I { x: number }\nexport class C extends B implements I, J {\n"
+    b"  m(): I { return g(this.x); }\n}\ntype T = Map<string, I>;\n",
+    "m.go": b'package m\n\nimport "fmt"\n\ntype S struct { Base }\ntype I interface { R }\n'
+    b"func (s *S) M() { fmt.Println(s) }\nfunc F() I { return nil }\n",
+    "M.java": b"package p;\nimport q.R;\n/** Doc. */\npublic class M extends B implements I, J {\n"
+    b"  R r;\n  void m() { r.go(); super.m(); }\n}\n",
+    "m.rs": b"use crate::a::B;\n/// Doc.\npub struct S { b: B }\npub trait T: U + V {}\n"
+    b"impl T for S {}\nfn f() -> S { B::new().into() }\n",
+}
+
+
+@pytest.mark.parametrize("path", sorted(SOURCES))
+def test_every_record_an_extractor_builds_passes_strict_validation(path: str) -> None:
+    parsed = parse_file(path, SOURCES[path])
+    assert parsed.problems == () and parsed.symbols and parsed.references
+    for record in (*parsed.symbols, *parsed.references):
+        cls = type(record)
+        assert list(record.__dict__) == list(cls.model_fields), record
+        assert cls.model_validate(record.__dict__, strict=True) == record
+
+
+def test_every_edge_the_resolver_builds_passes_strict_validation() -> None:
+    index, _ = scanned(FILES)
+    edges = list(index.state.edges.values())
+    assert {e.kind for e in edges} >= {"IMPORTS", "CALLS", "EXTENDS", "TESTS", "USES"}
+    for edge in edges:
+        assert list(edge.__dict__) == list(EdgeRecord.model_fields), edge
+        assert EdgeRecord.model_validate(edge.__dict__, strict=True) == edge
+        assert type(edge.weight) is float, edge  # strict validation takes an int too
