@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from processors.indexer import RepoIndex
-from processors.retrieval.ranking import RankWeights, mentions, module_path
+from processors.retrieval.ranking import (
+    RankWeights,
+    innermost_frames,
+    is_source,
+    mentions,
+    module_path,
+)
 from query.retrieval import RepoRetrieval
 from tests.factories import Stamp
 
@@ -93,3 +99,92 @@ def test_changes_replace_a_files_chunks_and_names_and_deletes_remove_them() -> N
     assert delta is not None
     found.apply(delta)
     assert found.definers == {} and found.chunks == {} and len(found.sparse) == 0
+
+
+PATHS = frozenset(
+    {
+        "src/app/models.py",
+        "src/app/api.py",
+        "src/app/packages/urllib3/response.py",
+        "tools/models.py",
+        "setup.py",
+        "web/src/index.js",
+        "svc/handler.go",
+        "core/src/main/java/com/acme/Shop.java",
+        "crates/core/src/lib.rs",
+    }
+)
+PYTHON_TRACE = """Crash when reading a response:
+```
+Traceback (most recent call last):
+  File "/home/u/venv/lib/python3.12/site-packages/app/api.py", line 67, in get
+    return session.text
+  File "/home/u/venv/lib/python3.12/site-packages/app/models.py", line 721, in text
+    if not self.content:
+  File "/home/u/venv/lib/python3.12/site-packages/app/packages/urllib3/response.py", line 9
+    data = self._fp.read(amt)
+  File "/usr/lib/python3.12/socket.py", line 380, in read
+socket.error: [Errno 104] Connection reset by peer
+```"""
+
+
+def test_the_innermost_own_frame_of_a_python_traceback_is_found() -> None:
+    # the vendored frame and the standard library's are passed over
+    assert innermost_frames(PYTHON_TRACE, PATHS) == ["src/app/models.py"]
+    ipython = "File ~/code/app/api.py:265, in Plot._repr_png_(self)\n"
+    pytest_report = "src/app/api.py:12: in test_x\n    f()\nsetup.py:3: in <module>\n"
+    assert innermost_frames(ipython, PATHS) == ["src/app/api.py"]
+    assert innermost_frames(pytest_report, PATHS) == ["setup.py"]  # a root file: its name
+
+
+def test_the_innermost_own_frame_of_other_languages_traces_is_found() -> None:
+    js = (
+        "TypeError: x is undefined\n"
+        "    at render (/srv/web/src/index.js:10:5)\n    at main.js:1:1\n"
+    )
+    java = (
+        "java.lang.NullPointerException\n"
+        "\tat com.acme.Shop.checkout(Shop.java:42)\n\tat com.acme.Main.main(Main.java:7)\n"
+    )
+    go = "goroutine 1 [running]:\nmain.handle()\n\t/home/u/svc/handler.go:23 +0x1d\n"
+    rust = "stack backtrace:\n   0: core::run\n             at ./crates/core/src/lib.rs:10:5\n"
+    assert innermost_frames(js, PATHS) == ["web/src/index.js"]
+    assert innermost_frames(java, PATHS) == ["core/src/main/java/com/acme/Shop.java"]
+    assert innermost_frames(go, PATHS) == ["svc/handler.go"]
+    assert innermost_frames(rust, PATHS) == ["crates/core/src/lib.rs"]
+
+
+def test_a_frame_naming_no_one_file_names_none() -> None:
+    # models.py alone: src/app/models.py and tools/models.py share nothing more with it
+    assert innermost_frames('File "models.py", line 3, in f\n', PATHS) == []
+    assert innermost_frames("no trace here: app/models.py line 3", PATHS) == []
+
+
+def test_vendored_code_and_documents_are_not_source() -> None:
+    assert is_source("src/app/models.py", "python")
+    assert is_source("packages/ui/src/button.ts", "typescript")  # a monorepo's packages
+    for path in (
+        "src/app/packages/urllib3/response.py",
+        "pip/_vendor/rich/text.py",
+        "vendor/github.com/x/y.go",
+        "web/node_modules/left-pad/index.js",
+        "third_party/zlib/zlib.rs",
+        "docs/conf.py",
+    ):
+        assert not is_source(path, "python"), path
+    assert not is_source("README.md", None)
+
+
+def test_the_innermost_own_frame_lifts_its_file() -> None:
+    trace = (
+        "Following redirects fails\n"
+        'File "/site-packages/app/sessions.py", line 3, in resolve_redirects\n'
+        'File "/site-packages/app/models.py", line 2, in iter_content\n'
+        "ValueError: bad response\n"
+    )
+    ranked = retrieval().search(trace, limit=2)
+    assert [r.path for r in ranked] == ["app/models.py", "app/sessions.py"]
+    assert ranked[0].signals["frame"] == 1.0 and "frame" not in ranked[1].signals
+    # without the frame's weight the words of the question put sessions.py first
+    unweighted = retrieval().search(trace, limit=2, weights=RankWeights(frame=0.0))
+    assert [r.path for r in unweighted] == ["app/sessions.py", "app/models.py"]
