@@ -35,15 +35,17 @@ from processors.graph.build import is_test_path
 from processors.indexer import RepoIndex
 from processors.neighborhoods.graph_state import FileGraphState
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
+from processors.retrieval.adjacency import Adjacency
 from processors.retrieval.context_pack import ContextPack
 from processors.retrieval.embedders import embedder_from_spec
 from processors.retrieval.embedding_cache import SqliteEmbeddingCache
+from processors.retrieval.ranking import Proximity, RankedFile
 from processors.retrieval.sparse import FileBM25
 from producers.events import FileChanged
 from producers.scan import ScanOptions, WorkTree, full_scan
 from producers.source import InMemorySink, Source
 from query.dense import DenseIndex
-from query.retrieval import RepoRetrieval, question_pack
+from query.retrieval import RepoRetrieval, proximity_of, question_pack
 from stores.repo_state import RepoState
 from stores.vectors import InMemoryVectorStore
 
@@ -86,6 +88,13 @@ class Indexed:
     importance: dict[str, float]
     whole_files: FileBM25
     seconds: float
+    proximity: Proximity
+
+    def search(self, question: str, limit: int) -> list[RankedFile]:
+        """As the service ranks, every signal computed (the weights tune them all)."""
+        return self.retrieval.search(
+            question, limit=limit, importance=self.importance, proximity=self.proximity
+        )
 
 
 async def index_folder(root: Path, repo: str, dense: DenseIndex | None = None) -> Indexed:
@@ -104,7 +113,9 @@ async def index_folder(root: Path, repo: str, dense: DenseIndex | None = None) -
             whole.add(event.path, event.content.decode("utf-8", errors="replace"))
     snapshot = recluster(FileGraphState.of(index.state), None, ReclusterSettings(), now=0.0)
     importance = {f.path: f.importance for f in snapshot.files}
-    return Indexed(index.state, retrieval, importance, whole, time.perf_counter() - started)
+    near = proximity_of(Adjacency.of(index.state), {f.path: f.neighborhood for f in snapshot.files})
+    seconds = time.perf_counter() - started
+    return Indexed(index.state, retrieval, importance, whole, seconds, near)
 
 
 def pack_of(indexed: Indexed, question: str) -> ContextPack:
@@ -117,6 +128,7 @@ def pack_of(indexed: Indexed, question: str) -> ContextPack:
         by_path,
         budget=8000,
         importance=indexed.importance,
+        proximity=indexed.proximity,
     )
 
 
@@ -172,17 +184,11 @@ async def localize(
             question = instance.problem_statement
             pool = RANKED * 3
             if dense is not None:
-                first = indexed.retrieval.search(
-                    question, limit=candidates, importance=indexed.importance
-                )
+                first = indexed.search(question, limit=candidates)
                 dense.fill_paths(repo, [r.path for r in first])
             # Every candidate with its signals: `gazetteer eval tune` re-weighs them.
             every = [
-                r
-                for r in indexed.retrieval.search(
-                    question, limit=ALL_CANDIDATES, importance=indexed.importance
-                )
-                if not is_test_path(r.path)
+                r for r in indexed.search(question, ALL_CANDIDATES) if not is_test_path(r.path)
             ]
             signals = {
                 "instance_id": instance.instance_id,

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from processors.retrieval.adjacency import Adjacency
 from processors.retrieval.context_pack import ContextPack, build_pack
-from processors.retrieval.ranking import RankedFile, RankWeights, is_source, rank
+from processors.retrieval.ranking import Proximity, RankedFile, RankWeights, is_source, rank
 from processors.retrieval.sparse import SparseIndex
 from query.dense import DenseIndex
 from stores.deltas import GraphDelta
@@ -95,6 +95,7 @@ class RepoRetrieval:
         importance: Mapping[str, float] | None = None,
         weights: RankWeights | None = None,
         recent: Mapping[str, float] | None = None,
+        proximity: Proximity | None = None,
     ) -> list[RankedFile]:
         dense = (
             self.dense.search(self.repo, question, limit=200, path_prefix=path_prefix)
@@ -113,7 +114,13 @@ class RepoRetrieval:
             dense=dense,
             sources=self.sources,
             recent=recent,
+            proximity=proximity,
         )
+
+
+def proximity_of(adjacency: Adjacency, neighborhood: Mapping[str, str]) -> Proximity:
+    """The graph's answer to "what is near the named files", for the ranking."""
+    return Proximity(adjacency.linked_files, neighborhood)
 
 
 def question_pack(
@@ -128,11 +135,17 @@ def question_pack(
     recent: Mapping[str, float] | None = None,
     adjacency: Adjacency | None = None,
     weights: RankWeights | None = None,
+    proximity: Proximity | None = None,
 ) -> ContextPack:
     """The context pack for a question: its best search hits are the targets (the
     /context endpoint and the evaluation build packs with this one function)."""
     hits = retrieval.search(
-        question, limit=seeds, importance=importance, recent=recent, weights=weights
+        question,
+        limit=seeds,
+        importance=importance,
+        recent=recent,
+        weights=weights,
+        proximity=proximity,
     )
     top = hits[0].score if hits and hits[0].score > 0 else 1.0
     starts = [(h.best_chunk or f"file:{h.path}", h.score / top) for h in hits]

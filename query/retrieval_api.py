@@ -17,12 +17,12 @@ from fastapi import APIRouter, HTTPException, Query
 from processors.retrieval.adjacency import Adjacency
 from processors.retrieval.context_pack import ContextPack, file_context, render
 from processors.retrieval.context_pack import symbol_context as symbol_pack
-from processors.retrieval.ranking import RankWeights
+from processors.retrieval.ranking import Proximity, RankWeights
 from processors.retrieval.session_memory import SessionMemory
 from query.neighborhood_api import StateCache
 from query.read_model import ReadModel, RepoView
 from query.repo_lookup import repo_view as lookup_repo
-from query.retrieval import question_pack
+from query.retrieval import proximity_of, question_pack
 from query.retrieval_schemas import (
     ChunkOut,
     ContextOut,
@@ -54,6 +54,11 @@ def importance_of(view: RepoView) -> Mapping[str, float]:
     return {f.path: f.importance for f in snapshot.files} if snapshot else {}
 
 
+def neighborhood_of(view: RepoView) -> Mapping[str, str]:
+    snapshot = view.neighborhoods
+    return {f.path: f.neighborhood for f in snapshot.files} if snapshot else {}
+
+
 SESSION = Query(None, max_length=200, description="an id: recent answers lift its files")
 
 
@@ -74,6 +79,12 @@ def create_retrieval_routes(model: ReadModel) -> APIRouter:
     def weights_of(repo: str) -> RankWeights | None:
         held = model.ranking_of(repo)
         return held[1] if held is not None else None
+
+    def proximity(view: RepoView, weights: RankWeights | None) -> Proximity | None:
+        """The graph around the named files, when the weights read it (not by default)."""
+        if weights is None or not weights.uses_proximity:
+            return None
+        return proximity_of(adjacency(view), neighborhood_of(view))
 
     def ranking_out(repo: str) -> RankingOut:
         held = model.ranking_of(repo)
@@ -100,13 +111,15 @@ def create_retrieval_routes(model: ReadModel) -> APIRouter:
     ) -> tuple[list[SearchHit], int]:
         repo = view.state.repo
         recent = sessions.boosts(repo, session) if session else None
+        weights = weights_of(repo)
         ranked = view.retrieval.search(
             q,
             limit=limit,
             path_prefix=path_prefix,
             importance=importance_of(view),
             recent=recent,
-            weights=weights_of(repo),
+            weights=weights,
+            proximity=proximity(view, weights),
         )
         standing = {f.path: f for f in view.neighborhoods.files} if view.neighborhoods else {}
         labels = (
@@ -239,6 +252,7 @@ def create_retrieval_routes(model: ReadModel) -> APIRouter:
             pack = symbol_pack(view.state, by_path, symbol, budget=budget, adjacency=adj)
         else:
             assert q is not None
+            weights = weights_of(repo)
             pack = question_pack(
                 view.state,
                 view.retrieval,
@@ -249,7 +263,8 @@ def create_retrieval_routes(model: ReadModel) -> APIRouter:
                 importance=importance_of(view),
                 recent=sessions.boosts(repo, session) if session else None,
                 adjacency=adj,
-                weights=weights_of(repo),
+                weights=weights,
+                proximity=proximity(view, weights),
             )
         if session:
             sessions.touch(repo, session, [t.path for t in pack.targets if t.path])

@@ -55,6 +55,10 @@ def _traversable(edge: EdgeRecord) -> bool:
     )
 
 
+def _file_dependency(edge: EdgeRecord) -> bool:
+    return edge.kind in FILE_DEPENDENCY_KINDS and edge.confidence != "name_match"
+
+
 def edge_order(edge: EdgeRecord, other: str) -> tuple[int, float, str, str]:
     """Resolved before guessed, heavier first, then the other end's id and the kind."""
     return (CONFIDENCE_RANK.get(edge.confidence, 9), -edge.weight, other, edge.kind)
@@ -195,6 +199,15 @@ class Adjacency:
                 and e.src != file_id(path)
             }
         )
+
+    def linked_files(self, path: str) -> list[str]:
+        """The other files a file imports or references and those importing or
+        referencing it, by resolved edges (name matches left out)."""
+        fid = file_id(path)
+        ends = {e.dst for e in self.edges_out(fid) if _file_dependency(e)}
+        ends |= {e.src for e in self.edges_in(fid) if _file_dependency(e)}
+        found = (path_of(end) for end in ends if end.startswith("file:") and end != fid)
+        return sorted(p for p in found if p is not None)
 
     def children(self, node: str) -> tuple[str, ...]:
         """The symbols directly contained in a file or a symbol, in line order."""

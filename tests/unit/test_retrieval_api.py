@@ -174,3 +174,20 @@ def test_the_read_side_counts_references_without_keeping_them(
     detail = client.get("/repositories/app-1/files/app/sessions.py").json()
     assert detail["references"] == worker_saw
     assert all(not r.references for r in model.repos["app-1"].state.files.values())
+
+
+def test_weights_on_the_graph_signals_make_the_service_read_the_graph(
+    model: ReadModel, client: TestClient
+) -> None:
+    question = {"q": "resolve_redirects iterates the response"}
+    plain = client.get("/repositories/app-1/search", params=question).json()["items"]
+    assert plain[0]["path"] == "app/sessions.py" and plain[0]["signals"]["symbol"] == 1.0
+    assert all("imports" not in hit["signals"] for hit in plain)  # weight 0: not computed
+    assert model.apply_ranking(profile("app-1", {"imports": 0.5, "graph": 0.5}, at=6.0))
+    near = client.get("/repositories/app-1/search", params=question).json()["items"]
+    by_path = {hit["path"]: hit["signals"] for hit in near}
+    # models.py is imported by the named sessions.py (which defines resolve_redirects)
+    assert by_path["app/models.py"]["imports"] == pytest.approx(1 / 3)
+    assert "imports" not in by_path["app/sessions.py"]
+    pack = client.get("/repositories/app-1/context", params=question).json()
+    assert pack["targets"][0].startswith("app/sessions.py")

@@ -94,6 +94,26 @@ def test_degree_counts_distinct_dependency_neighbours_only() -> None:
     )
 
 
+def test_linked_files_are_resolved_file_dependencies_either_way() -> None:
+    adj = Adjacency.of(indexed(FILES))
+    assert adj.linked_files("app/service.py") == [
+        "app/api.py",
+        "app/models.py",
+        "tests/test_service.py",
+    ]
+    assert adj.linked_files("app/models.py") == ["app/service.py"]
+    guessed = Adjacency.of(
+        graph(
+            ("file:a.py", "file:b.py", "IMPORTS", 1.0, "name_match"),
+            ("file:a.py", "file:c.py", "REFERENCES", 2.0, "structural"),
+            ("file:a.py", "ext:os", "IMPORTS", 1.0, "structural"),
+            ("file:d.py", "file:a.py", "CALLS"),  # not a file-level dependency
+        )
+    )
+    assert guessed.linked_files("a.py") == ["c.py"]
+    assert guessed.linked_files("nowhere.py") == []
+
+
 def test_callers_of_a_file_are_calls_into_its_symbols_from_other_files() -> None:
     adj = Adjacency.of(indexed(FILES))
     assert [e.src for e in adj.callers("file:app/service.py")] == [

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from processors.indexer import RepoIndex
 from processors.retrieval.ranking import (
+    Proximity,
     RankWeights,
     innermost_frames,
     is_source,
@@ -188,3 +191,32 @@ def test_the_innermost_own_frame_lifts_its_file() -> None:
     # without the frame's weight the words of the question put sessions.py first
     unweighted = retrieval().search(trace, limit=2, weights=RankWeights(frame=0.0))
     assert [r.path for r in unweighted] == ["app/sessions.py", "app/models.py"]
+
+
+NEAR = Proximity(
+    linked={"app/sessions.py": ["app/utils.py"], "app/utils.py": ["app/sessions.py"]}.get,  # type: ignore[arg-type]
+    neighborhood={"app/sessions.py": "nb-1", "app/models.py": "nb-1", "app/utils.py": "nb-2"},
+)
+
+
+def test_files_near_a_named_file_get_the_imports_and_graph_signals() -> None:
+    question = "redirect loop in resolve_redirects: the location header of a response"
+    plain = retrieval().search(question, limit=3)
+    assert all("imports" not in r.signals and "graph" not in r.signals for r in plain)
+    near = {r.path: r for r in retrieval().search(question, limit=3, proximity=NEAR)}
+    # sessions.py is named (it defines resolve_redirects, symbol 1.0): utils.py imports
+    # from it, models.py shares its neighborhood; neither signal for the named file itself
+    assert near["app/sessions.py"].signals["symbol"] == 1.0
+    assert near["app/utils.py"].signals["imports"] == pytest.approx(1 / 3)
+    assert near["app/models.py"].signals["graph"] == pytest.approx(1 / 3)
+    assert "imports" not in near["app/sessions.py"].signals
+    assert "graph" not in near["app/sessions.py"].signals
+    # by default they weigh nothing; weighed, they lift the near files
+    assert [r.path for r in plain] == [r.path for r in retrieval().search(question, limit=3)]
+    lifted = retrieval().search(question, limit=3, proximity=NEAR, weights=RankWeights(imports=3.0))
+    assert lifted[0].path == "app/utils.py"
+
+
+def test_without_a_named_file_nothing_is_near() -> None:
+    near = retrieval().search("the response body chunks", limit=3, proximity=NEAR)
+    assert all("imports" not in r.signals and "graph" not in r.signals for r in near)
