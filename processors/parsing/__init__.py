@@ -23,7 +23,8 @@ from tree_sitter import Node
 
 from processors.parsing import go, java, javascript, python, rust, summary
 from processors.parsing.config import CONFIG_FILES, ConfigError, config_language, parse_config
-from processors.parsing.tree import FileFacts, count_errors, parser
+from processors.parsing.reuse import TreeCache
+from processors.parsing.tree import FileFacts, count_errors
 from stores.records import (
     Alias,
     ImportRecord,
@@ -65,6 +66,9 @@ CONFIG_LANGUAGES = frozenset(CONFIG_FILES.values())
 _BOM = b"\xef\xbb\xbf"
 MINIFIED_LINE_CHARS = 1_000
 MINIFIED_AVERAGE_CHARS = 300
+RECENT_TREES = TreeCache()
+"""The trees of the files this process parsed last: a file saved again is re-parsed
+from its previous tree (processors/parsing/reuse.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +101,9 @@ def count_lines(content: bytes) -> int:
     return newlines + 1 if content and not content.endswith(b"\n") else newlines
 
 
-def parse_file(path: str, content: bytes) -> ParseResult:
-    """Parse one file once and extract its facts; never raises."""
+def parse_file(path: str, content: bytes, *, trees: TreeCache = RECENT_TREES) -> ParseResult:
+    """Parse one file once and extract its facts; never raises. ``trees``: where the
+    previous tree of ``path`` may be kept (the result is the same either way)."""
     language = language_for(path)
     lines = count_lines(content)
     if language is None:
@@ -115,8 +120,9 @@ def parse_file(path: str, content: bytes) -> ParseResult:
     if content.startswith(_BOM):  # tree-sitter would report the BOM as a syntax error
         content = content[len(_BOM) :]
     try:
-        tree = parser(language).parse(content)
+        tree = trees.parse(path, language, content)
     except Exception as exc:  # a tree-sitter failure is a fact about this file
+        trees.forget(path)
         problems.append(f"parser_failed:{type(exc).__name__}")
         return ParseResult(language, lines, (), (), 0, tuple(problems))
     if tree is None:

@@ -236,6 +236,46 @@ def timed_edits(
     return {"summary": summary, "edits": rows}, planner.current
 
 
+_LITERAL = re.compile(rb"(?<![\w.])\d+(?![\w.])")
+
+
+def repeated_saves(
+    files: dict[str, bytes], index: RepoIndex, stamp: Stamp, count: int = 10, saves: int = 5
+) -> dict[str, Any]:
+    """An editor saving one file again and again: the ``count`` largest Python files,
+    each saved ``saves`` times (an int literal past its middle becomes its successor),
+    then put back (untimed). The first save of a file is re-parsed from scratch; the
+    next ones from its previous tree (processors/parsing/reuse.py)."""
+    first: list[float] = []
+    again: list[float] = []
+    largest = sorted((p for p in files if p.endswith(".py")), key=lambda p: -len(files[p]))
+    for path in largest[:count]:
+        content = original = files[path]
+        for save in range(saves):
+            found = _LITERAL.search(content, len(content) // 2) or _LITERAL.search(content)
+            if found is None:
+                break
+            bumped = str(int(found.group()) + 1).encode()
+            content = content[: found.start()] + bumped + content[found.end() :]
+            event = scan_event(stamp, path, content, origin="watch")
+            started = time.perf_counter()
+            if index.handle(event, 0.0) is None:
+                raise RuntimeError(f"save event {event.seq} was not next in sequence")
+            (again if save else first).append((time.perf_counter() - started) * 1000)
+        if index.handle(scan_event(stamp, path, original, origin="watch"), 0.0) is None:
+            raise RuntimeError(f"restoring {path} was not next in sequence")
+    return {
+        "files": largest[:count],
+        "first_save": {"n": len(first), "p50_ms": percentile(first, 0.5), "max_ms": max(first)},
+        "saves_after": {
+            "n": len(again),
+            "p50_ms": percentile(again, 0.5),
+            "p95_ms": percentile(again, 0.95),
+            "max_ms": max(again),
+        },
+    }
+
+
 def percentile(values: list[float], p: float) -> float:
     """Nearest rank."""
     ordered = sorted(values)

@@ -1,0 +1,133 @@
+"""The trees of the files parsed last, kept so that a file saved again is re-parsed
+incrementally.
+
+An editor saves the same file over and over; tree-sitter re-parses a changed file from
+its previous tree, reusing every subtree the edit did not touch. `TreeCache.parse` takes
+the previous tree of the path (if it holds one), marks the one byte range where the old
+and new contents differ (their common prefix and suffix aside), and parses the new
+contents from it. The tree is then what a fresh parse gives, and so is everything
+extracted from it: tests/unit/test_parsing_reuse.py re-parses random edits of real files
+both ways and compares the trees node by node. A tree with syntax errors is parsed again
+from scratch, since error recovery may take another path from a different start.
+
+Trees are large (about 34 bytes per byte of Python source), so few are kept: at most
+``max_trees``, holding at most ``max_source_bytes`` of source between them, the least
+recently parsed dropped first. A tree is taken out while it is re-parsed, so two
+threads never edit one tree.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from tree_sitter import Point, Tree
+
+from processors.parsing.tree import parser
+
+MAX_TREES = 16
+MAX_SOURCE_BYTES = 2_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    language: str
+    content: bytes
+    tree: Tree
+
+
+class TreeCache:
+    def __init__(self, max_trees: int = MAX_TREES, max_source_bytes: int = MAX_SOURCE_BYTES):
+        self.max_trees = max_trees
+        self.max_source_bytes = max_source_bytes
+        self._kept: OrderedDict[str, _Kept] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.reused = 0  # parses that started from a kept tree
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def parse(self, path: str, language: str, content: bytes) -> Tree:
+        """The tree of ``content``, from the path's previous tree when one is kept."""
+        with self._lock:
+            kept = self._kept.pop(path, None)
+            if kept is not None:
+                self._bytes -= len(kept.content)
+        tree = None
+        if kept is not None and kept.language == language:
+            tree = _reparse(kept, content)
+            self.reused += tree is not None
+        if tree is None:
+            tree = parser(language).parse(content)
+        self._keep(path, _Kept(language, content, tree))
+        return tree
+
+    def forget(self, path: str) -> None:
+        with self._lock:
+            kept = self._kept.pop(path, None)
+            if kept is not None:
+                self._bytes -= len(kept.content)
+
+    def _keep(self, path: str, kept: _Kept) -> None:
+        if self.max_trees <= 0 or len(kept.content) > self.max_source_bytes:
+            return
+        with self._lock:
+            self._kept[path] = kept
+            self._bytes += len(kept.content)
+            while len(self._kept) > self.max_trees or self._bytes > self.max_source_bytes:
+                _, dropped = self._kept.popitem(last=False)
+                self._bytes -= len(dropped.content)
+
+
+def _reparse(kept: _Kept, content: bytes) -> Tree | None:
+    """``content`` parsed from the kept tree, or None when a fresh parse must decide."""
+    old = kept.content
+    if kept.tree.root_node.has_error:
+        return None
+    start = _common_prefix(old, content)
+    shared = min(len(old), len(content)) - start
+    end = _common_suffix(old, content, shared)
+    old_end, new_end = len(old) - end, len(content) - end
+    tree = kept.tree
+    tree.edit(
+        start_byte=start,
+        old_end_byte=old_end,
+        new_end_byte=new_end,
+        start_point=_point(content, start),
+        old_end_point=_point(old, old_end),
+        new_end_point=_point(content, new_end),
+    )
+    fresh = parser(kept.language).parse(content, tree)
+    return None if fresh.root_node.has_error else fresh
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """The length of the longest common prefix, compared in halving blocks (C speed)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _common_suffix(a: bytes, b: bytes, limit: int) -> int:
+    """The longest common suffix, at most ``limit`` bytes."""
+    low, high = 0, limit
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[len(a) - middle : len(a) - low] == b[len(b) - middle : len(b) - low]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _point(content: bytes, offset: int) -> Point:
+    """The (row, byte column) of a byte offset."""
+    row = content.count(b"\n", 0, offset)
+    return Point(row, offset - (content.rfind(b"\n", 0, offset) + 1))
