@@ -25,6 +25,8 @@ building their pydantic records).
 
 from __future__ import annotations
 
+import bisect
+
 from tree_sitter import Node, Query, QueryCursor
 
 from processors.parsing.tree import FileFacts, language
@@ -218,11 +220,36 @@ def _names(nodes: list[Node], content: bytes, module_names: frozenset[str], foun
         name = content[node.start_byte : node.end_byte]
         if scope is not None and (scope.start_byte, name) not in globals_:
             shadows.setdefault(name, []).append((scope.start_byte, scope.end_byte))
+    spans = {name: Spans(scopes) for name, scopes in shadows.items()}
     for node in reads:
         at = node.start_byte
         name = content[at : node.end_byte]
-        if not any(start <= at < end for start, end in shadows.get(name, ())):
+        held = spans.get(name)
+        if held is None or at not in held:
             found[at] = (name.decode("utf-8", "replace"), "use", None, node)
+
+
+class Spans:
+    """A union of byte ranges [start, end), asked whether it holds a position in log
+    time, not by a scan of every range per read: a name bound in many functions read
+    many times is quadratic that way (sympy's generated bench_solvers.py, 290,000
+    reads: 30 ms of its 670 ms)."""
+
+    __slots__ = ("_ends", "_starts")
+
+    def __init__(self, ranges: list[tuple[int, int]]) -> None:
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+        for start, end in sorted(ranges):
+            if self._ends and start <= self._ends[-1]:
+                self._ends[-1] = max(self._ends[-1], end)
+            else:
+                self._starts.append(start)
+                self._ends.append(end)
+
+    def __contains__(self, at: int) -> bool:
+        i = bisect.bisect_right(self._starts, at) - 1
+        return i >= 0 and at < self._ends[i]
 
 
 def _scope(node: Node | None) -> Node | None:

@@ -40,7 +40,7 @@ from typing import Any
 from deploy.cli import GC_THRESHOLDS
 from deploy.logging_setup import configure_logging
 from processors.indexer import RepoIndex
-from processors.parsing import CONFIG_LANGUAGES, language_for
+from processors.parsing import CONFIG_LANGUAGES, RECENT_TREES, language_for
 from processors.parsing.tree import parser
 from stores.repo_state import RepoState
 from tests.bench import harness
@@ -177,15 +177,17 @@ def graph_counts(state: RepoState) -> dict[str, Any]:
     }
 
 
-def isolated(name: str, edits: int) -> dict[str, Any]:
+def isolated(name: str, edits: int, reuse: bool = True) -> dict[str, Any]:
     """`bench_corpus` in a fresh interpreter: RSS and the collector's work are its own."""
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-        return pool.submit(bench_corpus, name, edits).result()
+        return pool.submit(bench_corpus, name, edits, reuse).result()
 
 
-def bench_corpus(name: str, edits: int) -> dict[str, Any]:
+def bench_corpus(name: str, edits: int, reuse: bool = True) -> dict[str, Any]:
     configure_logging("warning")
+    if not reuse:  # every parse from scratch, as before trees were kept
+        RECENT_TREES.max_trees = 0
     gc.set_threshold(*GC_THRESHOLDS)  # as every gazetteer process sets it
     tree = package_tree(name)
     load = os.getloadavg()[0]
@@ -303,10 +305,15 @@ def main() -> None:
     cli = argparse.ArgumentParser(prog=f"python -m tests.bench.{NAME}", description=__doc__)
     cli.add_argument("--corpus", choices=(*CORPORA, "both"), default="both")
     cli.add_argument("--edits", type=int, default=200)
+    cli.add_argument(
+        "--no-tree-reuse",
+        action="store_true",
+        help="parse every file from scratch (no previous trees kept), for comparison",
+    )
     args = cli.parse_args()
     configure_logging("warning")
     names = CORPORA if args.corpus == "both" else (args.corpus,)
-    results = {name: isolated(name, args.edits) for name in names}
+    results = {name: isolated(name, args.edits, not args.no_tree_reuse) for name in names}
     print(report(results))
     payload = {"benchmark": NAME, "machine": harness.machine(), "seed": SEED, "results": results}
     progress(f"wrote {harness.write_json(NAME, payload)}")

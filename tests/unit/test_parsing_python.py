@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import random
 from textwrap import dedent
 
 from processors.parsing import ParseResult, parse_file
+from processors.parsing.python_refs import Spans
 from stores.records import ImportRecord, SymbolKind, SymbolRecord
 
 
@@ -424,3 +426,15 @@ def test_super_calls_are_qualified_by_super() -> None:
         ("check", "<expr>", "Child.save"),
         ("run", "<expr>", "helper"),
     ]
+
+
+def test_spans_hold_a_position_as_any_of_their_ranges_does() -> None:
+    rng = random.Random(7)
+    for _ in range(200):
+        ranges = []
+        for _ in range(rng.randint(0, 12)):
+            start = rng.randint(0, 100)
+            ranges.append((start, start + rng.randint(1, 30)))
+        spans = Spans(ranges)
+        for at in range(-1, 135):
+            assert (at in spans) == any(start <= at < end for start, end in ranges), ranges
