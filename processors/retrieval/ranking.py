@@ -31,9 +31,8 @@ stem (``sessions``). Each file gets signals in [0, 1]:
   named files' evidence over 3, capped at 1. Both weigh 0 by default: on the
   benchmark's development splits every weight tried cost Verified's MRR (0.1 on
   ``imports``: 75.9 -> 74.7; 0.1 on ``graph``: 75.9 -> 75.8, and Lite's Acc@3 2.8
-  points), since the fixed file is rarely a neighbor of the named one rather than the
-  named one itself. They are there for `gazetteer eval tune` on a deployment's own
-  history.
+  points): the fixed file is far more often the named file itself than a neighbor of
+  it. They are there for `gazetteer eval tune` on a deployment's own history.
 
 The score is the weighted sum (`RankWeights`, tunable). Files that the question names
 are candidates even when BM25 does not retrieve them.
