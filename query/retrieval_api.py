@@ -84,7 +84,9 @@ def create_retrieval_routes(model: ReadModel) -> APIRouter:
         """The graph around the named files, when the weights read it (not by default)."""
         if weights is None or not weights.uses_proximity:
             return None
-        return proximity_of(adjacency(view), neighborhood_of(view))
+        return cache.get(
+            view, "proximity", lambda: proximity_of(adjacency(view), neighborhood_of(view))
+        )
 
     def ranking_out(repo: str) -> RankingOut:
         held = model.ranking_of(repo)
