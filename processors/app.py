@@ -23,7 +23,7 @@ from processors.pipeline import DeltaObserver, DeltaObservers, IndexingPipeline,
 from processors.retrieval.dense_fill import DenseFill
 from producers.topics import Topics
 from stores.dead_letters import DeadLetter
-from stores.deltas import GraphDelta, encode_delta
+from stores.deltas import GraphDelta, encode_parts
 from stores.metrics import produced
 from stores.neighborhoods import NeighborhoodSnapshot, encode_snapshot
 
@@ -31,7 +31,9 @@ log = structlog.get_logger(__name__)
 
 
 MAX_DELTA_BYTES = 128 * 1024 * 1024
-"""The largest graph delta the worker may publish (the topics accept as much)."""
+"""The largest message the worker may publish (the topics accept as much): a delta is
+sent in parts of at most 1 MB (stores/deltas.py), so only a single record as large as
+this (a file's record, its chunks' text included) would need more."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +64,12 @@ class FaustDeltaSink:
         producer = self._app.producer
         topic = self._topics.graph_deltas
         futures = [
-            await producer.send(topic, d.repo.encode(), encode_delta(d), None, None, None)
+            await producer.send(topic, d.repo.encode(), message, None, None, None)
             for d in deltas
+            for message in encode_parts(d)
         ]
         await asyncio.gather(*futures)
-        produced(topic, len(deltas))
+        produced(topic, len(futures))
 
     async def publish_dead_letter(self, letter: DeadLetter) -> None:
         await self._app.producer.send_and_wait(
@@ -112,8 +115,6 @@ def create_app(
         broker_heartbeat_interval=config.heartbeat_interval_s,
         broker_commit_interval=config.commit_interval_s,
         producer_acks=-1,
-        # A scan's barrier delta carries the edges of every file the scan resolved at
-        # once: 5.5 MB for django, tens of MB for sympy.
         producer_max_request_size=MAX_DELTA_BYTES,
     )
     sink = FaustDeltaSink(app, config.topics)

@@ -35,7 +35,8 @@ class DeltaSink(Protocol):
         """Send in order, keyed by repository; return once the broker acknowledged all.
 
         On a failure the pipeline sends the same deltas again, whole: a reader skips a
-        delta it already applied and one that arrives before its predecessor."""
+        delta it already applied and one that arrives before its predecessor. A large
+        delta may go out as several messages (stores.deltas.encode_parts)."""
         ...
 
     async def publish_dead_letter(self, letter: DeadLetter) -> None: ...

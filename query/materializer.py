@@ -20,7 +20,7 @@ from producers.topics import DEFAULT_TOPICS, Topics
 from query.read_model import ReadModel
 from stores.dead_letters import decode_dead_letter
 from stores.delta_log import EndOffsets
-from stores.deltas import decode_delta
+from stores.deltas import DeltaAssembler, decode_delta
 from stores.metrics import CONSUMER_LAG, consumed
 from stores.neighborhoods import decode_snapshot
 from stores.ranking import decode_profile
@@ -44,6 +44,7 @@ class Materializer:
         self._end_offsets = end_offsets
         self._targets: dict[TopicPartition, int] = {}
         self.ready = ready or asyncio.Event()
+        self._parts = DeltaAssembler()
         self.messages = 0
         self.lag: dict[str, int] = {}
 
@@ -127,7 +128,9 @@ class Materializer:
             return
         try:
             if topic == self._topics.graph_deltas:
-                self.model.apply_delta(decode_delta(value))
+                whole = self._parts.add(decode_delta(value))
+                if whole is not None:
+                    self.model.apply_delta(whole)
             elif topic == self._topics.sources:
                 self.model.apply_status(decode_source_status(value))
             elif topic == self._topics.neighborhoods:

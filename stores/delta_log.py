@@ -14,7 +14,7 @@ from typing import Protocol
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from stores.deltas import GraphDelta, decode_delta
+from stores.deltas import GraphDelta, assemble, decode_delta
 
 log = structlog.get_logger(__name__)
 
@@ -25,7 +25,8 @@ EndOffsets = Callable[
 
 class DeltaLog(Protocol):
     async def read_partition(self, partition: int) -> list[GraphDelta]:
-        """Every delta of one partition, in log order, up to its current end."""
+        """Every whole delta of one partition, in log order, up to its current end (the
+        parts of a delta sent in parts joined; those of one never completed left out)."""
         ...
 
 
@@ -55,7 +56,7 @@ class KafkaDeltaLog:
 
     async def read_partition(self, partition: int) -> list[GraphDelta]:
         values = await read_values(self._bootstrap, self._topic, partition, self._end_offsets)
-        return [decode_delta(value) for value in values]
+        return assemble(decode_delta(value) for value in values)
 
 
 async def read_values(

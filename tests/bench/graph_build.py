@@ -17,6 +17,8 @@ c. incremental: ``--edits`` single-file watch edits planned by `graph_edits` (se
    Then the 10 largest files saved 5 times each, as an editor saves: the first save
    re-parsed from scratch, the later ones from the file's previous tree. Afterwards a
    fresh build of the final contents must hold the same nodes and edges;
+   The barrier's delta, encoded as the worker sends it: its size, its messages (parts
+   of at most 1 MB), the seconds to encode them;
 d. memory: RSS growth over the timed build, and tracemalloc current/peak over that
    fresh build (the events built before tracing starts); counts of nodes and edges.
 
@@ -42,6 +44,7 @@ from deploy.logging_setup import configure_logging
 from processors.indexer import RepoIndex
 from processors.parsing import CONFIG_LANGUAGES, RECENT_TREES, language_for
 from processors.parsing.tree import parser
+from stores.deltas import encode_delta, encode_parts
 from stores.repo_state import RepoState
 from tests.bench import harness
 from tests.bench.graph_edits import repeated_saves, timed_edits
@@ -97,9 +100,13 @@ def full_build(tree: PackageTree) -> tuple[RepoIndex, Stamp, dict[str, Any]]:
         for event in events[:-1]:
             index.handle(event, 0.0)
         barrier_at = time.perf_counter()
-        index.handle(events[-1], 0.0)
+        barrier = index.handle(events[-1], 0.0)
         ended, cpu_s = time.perf_counter(), time.process_time() - cpu
     del events
+    assert barrier is not None
+    encoding = time.perf_counter()
+    messages = encode_parts(barrier)
+    encoded_s = time.perf_counter() - encoding
     gc.collect()
     total = ended - started
     return (
@@ -117,6 +124,10 @@ def full_build(tree: PackageTree) -> tuple[RepoIndex, Stamp, dict[str, Any]]:
             "gc_s": collector.seconds,
             "gc_collections": collector.collections,
             "rss_growth_mb": rss_mb() - rss_before,
+            "barrier_delta_mb": len(encode_delta(barrier)) / 1e6,
+            "barrier_messages": len(messages),
+            "barrier_largest_message_mb": max(map(len, messages)) / 1e6,
+            "barrier_encode_s": encoded_s,
         },
     )
 
@@ -243,6 +254,10 @@ BUILD_COLUMNS: tuple[Column, ...] = (
     ("barrier s", lambda r: r["build"]["barrier_s"]),
     ("rest s", lambda r: r["build"]["rest_s"]),
     ("of which gc s", lambda r: r["build"]["gc_s"]),
+    ("barrier delta MB", lambda r: r["build"]["barrier_delta_mb"]),
+    ("sent as messages", lambda r: r["build"]["barrier_messages"]),
+    ("largest MB", lambda r: r["build"]["barrier_largest_message_mb"]),
+    ("encoded in s", lambda r: r["build"]["barrier_encode_s"]),
 )
 EDIT_COLUMNS: tuple[Column, ...] = (
     ("kind", lambda s: s["kind"]),

@@ -56,7 +56,7 @@ from producers.session import describe_repository, open_work_tree
 from producers.source import InMemorySink, Source
 from producers.topics import TopicSpec
 from query.read_model import ReadModel
-from stores.deltas import GraphDelta, decode_delta, encode_delta
+from stores.deltas import GraphDelta, assemble, decode_delta, encode_parts
 from tests.bench import harness
 from tests.bench.corpus import Corpus, django_repo
 from tests.bench.harness import progress
@@ -121,8 +121,8 @@ def profile_once(events: list[EventBase]) -> dict[str, float]:
 
 def _round_trip_deltas(deltas: list[GraphDelta]) -> tuple[float, list[GraphDelta], int]:
     started = time.perf_counter()
-    raw = [encode_delta(d) for d in deltas]
-    decoded = [decode_delta(r) for r in raw]
+    raw = [message for d in deltas for message in encode_parts(d)]
+    decoded = assemble(decode_delta(r) for r in raw)
     return time.perf_counter() - started, decoded, sum(map(len, raw))
 
 

@@ -15,8 +15,8 @@ from aiokafka import AIOKafkaProducer
 from producers.events import FileChanged, content_hash
 from producers.kafka_sink import KafkaSink
 from producers.source import Draft, Source
-from stores.delta_log import KafkaDeltaLog
-from stores.deltas import encode_delta
+from stores.delta_log import KafkaDeltaLog, read_values
+from stores.deltas import DELTA_PART_BYTES, decode_delta, encode_delta
 from tests.gitrepo import GitRepo
 from tests.integration.stack import Stack, eventually
 
@@ -206,10 +206,12 @@ async def test_restarted_query_service_rebuilds_the_same_answers(
         assert json.dumps(a, sort_keys=True, indent=1) == json.dumps(b, sort_keys=True, indent=1)
 
 
-async def test_a_scan_whose_barrier_delta_is_megabytes_is_indexed(
+async def test_a_scan_whose_barrier_delta_is_megabytes_is_indexed_from_parts(
     stack: Stack, tmp_path: Path
 ) -> None:
-    # A scan resolves all its files at its barrier: that one delta carries every edge.
+    # A scan resolves all its files at its barrier: that one delta carries every edge,
+    # and travels in parts of at most 1 MB that the read side and a restore (which reads
+    # the log as KafkaDeltaLog does) join again.
     files = {
         f"pkg/m{i}.py": f"from pkg.m{(i + 1) % 300} import f0\n"
         + "".join(f"def f{j}():\n    return f0() + f{(j + 1) % 40}()\n" for j in range(40))
@@ -219,13 +221,27 @@ async def test_a_scan_whose_barrier_delta_is_megabytes_is_indexed(
     await stack.start_sources([repo.root])
     body = await fresh_repo(stack, commit=repo.head(), timeout=120)
     assert body["files"] == 300 and body["edges"] > 40_000
-    log = KafkaDeltaLog(
-        stack.cluster.bootstrap, stack.settings.topics.graph_deltas, stack.cluster.end_offsets
-    )
+    topic = stack.settings.topics.graph_deltas
+    log = KafkaDeltaLog(stack.cluster.bootstrap, topic, stack.cluster.end_offsets)
     barrier = [
         d
         for p in range(stack.settings.partitions)
         for d in await log.read_partition(p)
         if d.barrier == "scan_completed"
     ]
+    assert len(barrier) == 1 and barrier[0].part is None
     assert len(encode_delta(barrier[0])) > 1_048_576, "not past the default 1 MB limit"
+    values = [
+        value
+        for p in range(stack.settings.partitions)
+        for value in await read_values(stack.cluster.bootstrap, topic, p, stack.cluster.end_offsets)
+    ]
+    assert max(map(len, values)) <= DELTA_PART_BYTES
+    parts = [
+        d
+        for d in map(decode_delta, values)
+        if d.seq == barrier[0].seq and d.repo == barrier[0].repo
+    ]
+    assert len(parts) > 1 and all(d.part is not None for d in parts)
+    state = stack.model.repos[barrier[0].repo].state
+    assert {e.key for e in barrier[0].edges_upserted} <= set(state.edges)
