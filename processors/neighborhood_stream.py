@@ -10,6 +10,7 @@ its traceback, the repository stays as it was and is tried again at its next cha
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -61,6 +62,7 @@ class NeighborhoodStream:
         self._retry = retry or RetryPolicy()
         self.published = 0
         self.failed = 0
+        self._ticking = False
 
     async def restored(self, partition: int, states: Sequence[RepoState]) -> None:
         latest = await self._log.latest(partition)
@@ -76,20 +78,30 @@ class NeighborhoodStream:
         self.reclusterer.forget(repos)
 
     async def tick(self) -> None:
-        """Recluster and publish every repository that is due."""
-        for repo in self.reclusterer.due(self._clock()):
-            with structlog.contextvars.bound_contextvars(repo=repo):
-                await self._recluster(repo)
+        """Recluster and publish every repository that is due (one tick at a time)."""
+        if self._ticking:
+            return
+        self._ticking = True
+        try:
+            for repo in self.reclusterer.due(self._clock()):
+                with structlog.contextvars.bound_contextvars(repo=repo):
+                    await self._recluster(repo)
+        finally:
+            self._ticking = False
 
     async def _recluster(self, repo: str) -> None:
+        job = self.reclusterer.take(repo, self._clock())
         try:
             with RECLUSTER_SECONDS.time():
-                snapshot = self.reclusterer.run(repo, self._clock())
+                # Off the event loop (up to ~0.3 s on sympy): the worker keeps consuming,
+                # heartbeating and folding deltas into the live graph meanwhile.
+                computed = await asyncio.to_thread(self.reclusterer.compute, job)
         except Exception:  # a bug: keep the worker going, keep the evidence
             self.failed += 1
             RECLUSTER_FAILURES.inc()
             log.exception("recluster_failed")
             return
+        snapshot = self.reclusterer.settle(job, computed)
         if snapshot is None:
             log.debug("neighborhoods_unchanged")
             return

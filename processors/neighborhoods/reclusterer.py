@@ -14,13 +14,26 @@ Pure: time is passed in, I/O is the caller's (neighborhood_stream.py).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from processors.neighborhoods.graph_state import FileGraphState
 from processors.neighborhoods.recluster import ReclusterSettings, recluster, same_picture
 from stores.deltas import GraphDelta
 from stores.neighborhoods import NeighborhoodSnapshot
 from stores.repo_state import RepoState
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One recluster, taken on the event loop and computed anywhere: ``graph`` is a copy
+    of the repository's file graph, so deltas folded meanwhile do not touch it."""
+
+    repo: str
+    graph: FileGraphState
+    previous: NeighborhoodSnapshot | None
+    confirm: bool  # after a restart: publish only a picture that differs
+    owner: FileGraphState  # the live graph, to tell whether the repository is still ours
+    now: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,14 +103,29 @@ class Reclusterer:
     def run(self, repo: str, now: float) -> NeighborhoodSnapshot | None:
         """Recluster ``repo``; the snapshot to publish, or None after a restart when the
         picture is the last snapshot's. Call `published` once it is acknowledged."""
+        job = self.take(repo, now)
+        return self.settle(job, self.compute(job))
+
+    def take(self, repo: str, now: float) -> Job:
+        """Start reclustering ``repo``: no longer due, its graph as it is now."""
         self._pending.pop(repo, None)
+        confirm = repo in self._unconfirmed
+        self._unconfirmed.discard(repo)
         graph = self.graphs[repo]
-        previous = self.snapshots.get(repo)
-        snapshot = recluster(graph, previous, self.settings, now=now)
-        if repo in self._unconfirmed:
-            self._unconfirmed.discard(repo)
-            if previous is not None and same_picture(previous, snapshot):
-                return None
+        copy = replace(graph, files=dict(graph.files), edges=dict(graph.edges))
+        return Job(repo, copy, self.snapshots.get(repo), confirm, graph, now)
+
+    def compute(self, job: Job) -> NeighborhoodSnapshot:
+        """The new snapshot; reads nothing but ``job``, so it may run off the event loop."""
+        return recluster(job.graph, job.previous, self.settings, now=job.now)
+
+    def settle(self, job: Job, snapshot: NeighborhoodSnapshot) -> NeighborhoodSnapshot | None:
+        """The snapshot to publish: None when the repository is no longer this worker's,
+        or, after a restart, when the picture is the last snapshot's."""
+        if self.graphs.get(job.repo) is not job.owner:
+            return None
+        if job.confirm and job.previous is not None and same_picture(job.previous, snapshot):
+            return None
         return snapshot
 
     def published(self, snapshot: NeighborhoodSnapshot) -> None:

@@ -40,7 +40,7 @@ class MapLink(BaseModel):
     weight: float
 
 
-class HubOut(BaseModel):
+class MapHub(BaseModel):
     path: str
     neighborhood: str
     degree: int
@@ -66,7 +66,7 @@ class DashboardData(BaseModel):
     links_total: int
     links: list[MapLink] = Field(description="between the neighborhoods shown, by weight")
     hubs_total: int
-    hubs: list[HubOut] = Field(description="files by degree, then path")
+    hubs: list[MapHub] = Field(description="files by degree, then path")
     hub_threshold: float | None
     freshness: Freshness
 
@@ -130,11 +130,11 @@ def dashboard_data(
     nodes: list[MapNode] = []
     links: list[MapLink] = []
     links_total = 0
-    ranked_hubs: list[HubOut] = []
+    ranked_hubs: list[MapHub] = []
     if snapshot is not None:
         nodes, links, links_total = neighborhood_map(snapshot, max_nodes, max_links)
         ranked_hubs = [
-            HubOut(
+            MapHub(
                 path=f.path,
                 neighborhood=f.neighborhood,
                 degree=f.degree,

@@ -13,12 +13,16 @@ b. one-file edits: ``--edits`` planned edits (graph_edits: body edits, added and
    files (present before and after) that keep their neighborhood id, and the modularity
    against a from-scratch run on the same graph;
 c. a 50-file commit: 50 planned edits applied at once, then one warm recluster, measured
-   the same way.
+   the same way;
+d. the worker's event loop during a cold recluster: a 1 ms ticker runs on the loop while
+   the recluster runs as the worker runs it (`Reclusterer.take` on the loop, `compute`
+   in a thread), and, for comparison, on the loop itself; the longest gap between ticks.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import math
 import statistics
 import time
@@ -29,6 +33,7 @@ from typing import Any
 from deploy.logging_setup import configure_logging
 from processors.neighborhoods.graph_state import FileGraphState
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
+from processors.neighborhoods.reclusterer import Reclusterer
 from stores.neighborhoods import NeighborhoodSnapshot
 from tests.bench import harness
 from tests.bench.graph_edits import EditPlanner, edit_event, referenced_functions
@@ -132,7 +137,52 @@ def bench_corpus(name: str, edits: int) -> dict[str, Any]:
     commit.pop("snapshot")
     result["commit_50"] = commit
     progress(f"50-file commit: {commit['ms']:.0f} ms, kept {commit['kept']:.4f}")
+
+    stalls: dict[str, list[dict[str, float]]] = {"thread": [], "loop": []}
+    for _ in range(3):
+        for way in stalls:
+            stalls[way].append(asyncio.run(loop_stall(graph, offload=way == "thread")))
+    result["loop_stall"] = {
+        way: {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+        for way, runs in stalls.items()
+    }
+    progress(
+        "event loop's longest stall during a cold recluster (median of 3): "
+        + ", ".join(
+            f"{way} {r['longest_stall_ms']:.0f} ms (recluster {r['recluster_ms']:.0f} ms)"
+            for way, r in result["loop_stall"].items()
+        )
+    )
     return result
+
+
+async def loop_stall(graph: FileGraphState, offload: bool) -> dict[str, float]:
+    """The longest the event loop went without running a 1 ms ticker while ``graph`` was
+    reclustered cold: in a thread (``offload``) or on the loop."""
+    reclusterer = Reclusterer(SETTINGS)
+    reclusterer.graphs[graph.repo] = graph
+    stop, gaps = asyncio.Event(), [0.0]
+
+    async def ticker() -> None:
+        last = time.perf_counter()
+        while not stop.is_set():
+            await asyncio.sleep(0.001)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    watching = asyncio.create_task(ticker())
+    await asyncio.sleep(0.05)
+    started = time.perf_counter()
+    if offload:
+        job = reclusterer.take(graph.repo, 0.0)
+        await asyncio.to_thread(reclusterer.compute, job)
+    else:
+        reclusterer.run(graph.repo, 0.0)
+    took = time.perf_counter() - started
+    stop.set()
+    await watching
+    return {"recluster_ms": took * 1000, "longest_stall_ms": max(gaps) * 1000}
 
 
 def summarize(steps: list[dict[str, Any]], edits: int) -> dict[str, Any]:
@@ -171,6 +221,8 @@ def report(results: dict[str, dict[str, Any]]) -> str:
                 f"{e.get('scratch_modularity_mean', math.nan):.3f}",
                 f"{m['ms']:.0f} ms, kept {m['kept']:.4f}, "
                 f"Q {m['modularity']:.3f} vs {m['scratch_modularity']:.3f}",
+                f"{r['loop_stall']['thread']['longest_stall_ms']:.0f} "
+                f"(on the loop: {r['loop_stall']['loop']['longest_stall_ms']:.0f})",
             ]
         )
     header = [
@@ -185,6 +237,7 @@ def report(results: dict[str, dict[str, Any]]) -> str:
         "files keeping their neighborhood",
         "modularity warm vs scratch",
         "50-file commit",
+        "event loop's longest stall in a cold recluster, ms",
     ]
     return harness.markdown_table(header, rows)
 

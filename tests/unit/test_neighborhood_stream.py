@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+
 from processors.neighborhood_stream import InMemorySnapshotSink, NeighborhoodStream
 from processors.neighborhoods.reclusterer import Debounce, Reclusterer
 from processors.pipeline import IndexingPipeline, InMemoryDeltaSink, Message
@@ -152,7 +155,7 @@ async def test_a_restarted_worker_continues_the_snapshots_and_republishes_nothin
 
 
 class BrokenReclusterer(Reclusterer):
-    def run(self, repo: str, now: float):
+    def compute(self, job):  # type: ignore[no-untyped-def]
         raise RuntimeError("a bug in clustering")
 
 
@@ -164,3 +167,40 @@ async def test_a_recluster_bug_is_logged_and_the_worker_goes_on() -> None:
     assert worker.stream.failed == 1
     await worker.send(stamp.changed("pkg_a/a2.py", "def f2():\n    pass\n"))
     assert worker.pipeline.processed == 8  # indexing goes on
+
+
+class GatedReclusterer(Reclusterer):
+    """Computes only once the test opens the gate (from another thread)."""
+
+    def __init__(self) -> None:
+        super().__init__(debounce=Debounce(quiet_s=0.5, max_wait_s=5.0))
+        self.started, self.gate = threading.Event(), threading.Event()
+
+    def compute(self, job):  # type: ignore[no-untyped-def]
+        self.started.set()
+        assert self.gate.wait(10)
+        return super().compute(job)
+
+
+async def test_the_worker_goes_on_indexing_while_a_recluster_computes() -> None:
+    reclusterer = GatedReclusterer()
+    worker, stamp = Worker(InMemoryDeltaLog(), InMemorySnapshotLog(), reclusterer), Stamp()
+    await scanned(worker, stamp)
+    worker.clock.now += 1
+    ticking = asyncio.create_task(worker.stream.tick())
+    assert await asyncio.to_thread(reclusterer.started.wait, 10)
+    # The recluster is blocked in its thread; the event loop still indexes an edit
+    # (a new import b3 -> a1), and a second tick does not start another recluster.
+    moved = "from pkg_a.a1 import f1\ndef g3():\n    f1()\n"
+    await worker.send(stamp.changed("pkg_b/b3.py", moved))
+    assert worker.pipeline.processed == 8
+    await worker.stream.tick()
+    assert not ticking.done()
+    reclusterer.gate.set()
+    await asyncio.wait_for(ticking, 10)
+    # The snapshot is of the graph as it was taken; the edit makes the repository due.
+    (first,) = worker.published.snapshots
+    assert first.graph_seq == 7
+    worker.clock.now += 1
+    (second,) = await worker.tick()
+    assert second.graph_seq == 8 and second.seq == first.seq + 1
