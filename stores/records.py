@@ -44,10 +44,23 @@ def trusted(cls: type[R], values: dict[str, Any]) -> R:
     reference record; pydantic's own ``model_construct`` took 6.1."""
     record = _new(cls)
     _set(record, "__dict__", values)
-    _set(record, "__pydantic_fields_set__", set(values))
+    # One set per class, not per record: a set of six names takes 728 bytes, which were
+    # 400 of the 1,411 MB a sympy build holds. Safe to share: pydantic changes a record's
+    # set in place only on assignment (frozen records refuse it) and on extra fields
+    # (forbidden); ``model_copy`` copies the set before it adds to it.
+    fields = _FIELDS_SET.get(cls)
+    if fields is None:
+        config = cls.model_config
+        if not config.get("frozen") or config.get("extra") != "forbid":
+            raise TypeError(f"{cls.__name__}: only frozen records without extras are trusted")
+        fields = _FIELDS_SET[cls] = set(cls.model_fields)
+    _set(record, "__pydantic_fields_set__", fields)
     _set(record, "__pydantic_extra__", None)
     _set(record, "__pydantic_private__", None)
     return record
+
+
+_FIELDS_SET: dict[type[Record], set[str]] = {}
 
 
 class SymbolRecord(Record):

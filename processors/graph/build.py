@@ -25,7 +25,7 @@ from processors.graph.ids import file_id, is_test_path, symbol_id
 from processors.graph.lookup import Key, Lookup
 from processors.graph.resolver import FileResolver
 from processors.graph.tally import EdgeKey, FileTally, file_edge, uses_of
-from stores.records import EdgeRecord, FileRecord, NodeRecord
+from stores.records import EdgeRecord, FileRecord, NodeRecord, trusted
 
 __all__ = [
     "file_nodes",
@@ -149,13 +149,17 @@ def file_nodes(record: FileRecord) -> dict[str, NodeRecord]:
     for sym in record.symbols:
         node_id = symbol_id(path, sym.qualname)
         if node_id not in nodes:  # the first of duplicate definitions stands for them
-            nodes[node_id] = NodeRecord(
-                id=node_id,
-                kind=sym.kind,
-                name=sym.name,
-                path=path,
-                line_start=sym.line_start,
-                line_end=sym.line_end,
+            nodes[node_id] = trusted(  # one per symbol: no second validation
+                NodeRecord,
+                {
+                    "id": node_id,
+                    "kind": sym.kind,
+                    "name": sym.name,
+                    "path": path,
+                    "line_start": sym.line_start,
+                    "line_end": sym.line_end,
+                    "level": None,
+                },
             )
     return nodes
 
@@ -171,13 +175,15 @@ def _structure(record: FileRecord, edges: dict[EdgeKey, EdgeRecord]) -> None:
         seen.add(sym.qualname)
         sid = symbol_id(path, sym.qualname)
         parent = symbol_id(path, sym.parent) if sym.parent and sym.parent in seen else fid
-        _put(edges, EdgeRecord(src=parent, dst=sid, kind="CONTAINS"))
-        _put(edges, EdgeRecord(src=sid, dst=fid, kind="DEFINED_BY"))
+        _put(edges, parent, sid, "CONTAINS")
+        _put(edges, sid, fid, "DEFINED_BY")
         previous = last_child.get(sym.parent)
         if previous is not None:
-            _put(edges, EdgeRecord(src=previous, dst=sid, kind="SIBLING"))
+            _put(edges, previous, sid, "SIBLING")
         last_child[sym.parent] = sid
 
 
-def _put(edges: dict[EdgeKey, EdgeRecord], edge: EdgeRecord) -> None:
-    edges[edge.key] = edge
+def _put(edges: dict[EdgeKey, EdgeRecord], src: str, dst: str, kind: str) -> None:
+    # Three per symbol: built trusted (stores.records.trusted), not validated again.
+    values = {"src": src, "dst": dst, "kind": kind, "weight": 1.0, "confidence": "structural"}
+    edges[(src, dst, kind)] = trusted(EdgeRecord, values)

@@ -8,7 +8,14 @@ import pickle
 import pytest
 
 from processors.parsing import parse_file
-from stores.records import EdgeRecord, Record, ReferenceRecord, SymbolRecord, trusted
+from stores.records import (
+    EdgeRecord,
+    NodeRecord,
+    Record,
+    ReferenceRecord,
+    SymbolRecord,
+    trusted,
+)
 from tests.unit.test_graph_patch import FILES, scanned
 
 SAMPLES: list[tuple[type[Record], dict[str, object]]] = [
@@ -65,6 +72,22 @@ def test_a_trusted_record_is_the_validated_one(
         built.name = "other"  # type: ignore[misc]
 
 
+def test_trusted_records_share_one_fields_set_that_nothing_changes() -> None:
+    cls, values = SAMPLES[0]
+    one, two = trusted(cls, dict(values)), trusted(cls, {**values, "line": 9})
+    assert one.model_fields_set is two.model_fields_set
+    before = set(one.model_fields_set)
+    copied = one.model_copy(update={"line": 5})
+    assert copied.line == 5 and copied.model_fields_set == before
+    assert copied.model_fields_set is not one.model_fields_set
+    with pytest.raises(Exception, match="frozen"):
+        one.line = 7  # type: ignore[misc]
+    with pytest.raises(Exception, match="frozen"):
+        one.extra = 1  # type: ignore[attr-defined]
+    assert one.model_fields_set == two.model_fields_set == before
+    assert cls.model_config.get("frozen") and cls.model_config.get("extra") == "forbid"
+
+
 def test_a_trusted_record_with_another_value_differs() -> None:
     cls, values = SAMPLES[0]
     assert trusted(cls, {**values, "line": 4}) != cls(**values)
@@ -97,11 +120,19 @@ def test_every_record_an_extractor_builds_passes_strict_validation(path: str) ->
         assert cls.model_validate(record.__dict__, strict=True) == record
 
 
-def test_every_edge_the_resolver_builds_passes_strict_validation() -> None:
+def test_every_node_and_edge_the_graph_builds_passes_strict_validation() -> None:
     index, _ = scanned(FILES)
     edges = list(index.state.edges.values())
-    assert {e.kind for e in edges} >= {"IMPORTS", "CALLS", "EXTENDS", "TESTS", "USES"}
+    assert {e.kind for e in edges} >= {
+        *("IMPORTS", "CALLS", "EXTENDS", "TESTS", "USES"),
+        *("CONTAINS", "DEFINED_BY", "SIBLING"),
+    }
     for edge in edges:
         assert list(edge.__dict__) == list(EdgeRecord.model_fields), edge
         assert EdgeRecord.model_validate(edge.__dict__, strict=True) == edge
         assert type(edge.weight) is float, edge  # strict validation takes an int too
+    nodes = list(index.state.nodes.values())
+    assert {n.kind for n in nodes} >= {"FILE", "CLASS", "FUNCTION", "FOLDER"}
+    for node in nodes:
+        assert list(node.__dict__) == list(NodeRecord.model_fields), node
+        assert NodeRecord.model_validate(node.__dict__, strict=True) == node
