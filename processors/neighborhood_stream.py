@@ -101,6 +101,9 @@ class NeighborhoodStream:
             RECLUSTER_FAILURES.inc()
             log.exception("recluster_failed")
             return
+        if not self.reclusterer.owns(job):
+            log.info("neighborhoods_dropped", reason="repository moved to another worker")
+            return
         snapshot = self.reclusterer.settle(job, computed)
         if snapshot is None:
             log.debug("neighborhoods_unchanged")

@@ -119,10 +119,14 @@ class Reclusterer:
         """The new snapshot; reads nothing but ``job``, so it may run off the event loop."""
         return recluster(job.graph, job.previous, self.settings, now=job.now)
 
+    def owns(self, job: Job) -> bool:
+        """Whether ``job``'s repository is still this worker's (not forgotten meanwhile)."""
+        return self.graphs.get(job.repo) is job.owner
+
     def settle(self, job: Job, snapshot: NeighborhoodSnapshot) -> NeighborhoodSnapshot | None:
         """The snapshot to publish: None when the repository is no longer this worker's,
         or, after a restart, when the picture is the last snapshot's."""
-        if self.graphs.get(job.repo) is not job.owner:
+        if not self.owns(job):
             return None
         if job.confirm and job.previous is not None and same_picture(job.previous, snapshot):
             return None

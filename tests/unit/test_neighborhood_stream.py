@@ -204,3 +204,16 @@ async def test_the_worker_goes_on_indexing_while_a_recluster_computes() -> None:
     worker.clock.now += 1
     (second,) = await worker.tick()
     assert second.graph_seq == 8 and second.seq == first.seq + 1
+
+
+async def test_a_recluster_of_a_repository_revoked_meanwhile_is_not_published() -> None:
+    reclusterer = GatedReclusterer()
+    worker, stamp = Worker(InMemoryDeltaLog(), InMemorySnapshotLog(), reclusterer), Stamp()
+    await scanned(worker, stamp)
+    worker.clock.now += 1
+    ticking = asyncio.create_task(worker.stream.tick())
+    assert await asyncio.to_thread(reclusterer.started.wait, 10)
+    worker.stream.forget(["app-1"])  # its partition went to another worker
+    reclusterer.gate.set()
+    await asyncio.wait_for(ticking, 10)
+    assert worker.published.snapshots == [] and worker.stream.failed == 0
