@@ -16,6 +16,7 @@ import faust
 import structlog
 
 from processors.embedding_stream import EmbeddingStream, PrioritizingSink
+from processors.heap import HeapSettler
 from processors.neighborhood_stream import NeighborhoodStream, SnapshotSink
 from processors.neighborhoods.recluster import ReclusterSettings
 from processors.neighborhoods.reclusterer import Debounce, Reclusterer
@@ -124,10 +125,13 @@ def create_app(
     snapshots: SnapshotSink = sink if embedding is None else PrioritizingSink(sink, embedding)
     neighborhoods = NeighborhoodStream(reclusterer, deps["snapshot_log"], snapshots)
     if pipeline is None:
-        # The neighborhoods restore first: the embedding stream reads their snapshots.
-        observer: DeltaObserver = (
-            neighborhoods if embedding is None else DeltaObservers(neighborhoods, embedding)
-        )
+        # The neighborhoods restore first: the embedding stream reads their snapshots;
+        # the heap is settled last, once all of them hold what the delta brought.
+        followers: list[DeltaObserver] = [neighborhoods]
+        if embedding is not None:
+            followers.append(embedding)
+        followers.append(HeapSettler())
+        observer = DeltaObservers(*followers)
         pipeline = IndexingPipeline(deps["delta_log"], sink, observer=observer)
     file_events = app.topic(
         config.topics.file_events,

@@ -15,6 +15,7 @@ import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from pydantic import ValidationError
 
+from processors.heap import SETTLE_AFTER_CHANGES, settle
 from producers.events import decode_source_status
 from producers.topics import DEFAULT_TOPICS, Topics
 from query.read_model import ReadModel
@@ -45,6 +46,8 @@ class Materializer:
         self._targets: dict[TopicPartition, int] = {}
         self.ready = ready or asyncio.Event()
         self._parts = DeltaAssembler()
+        self._unsettled = 0  # records applied since the heap was last settled
+        self._settle_due = False
         self.messages = 0
         self.lag: dict[str, int] = {}
 
@@ -75,6 +78,9 @@ class Materializer:
                 if not self.ready.is_set() and await self._caught_up(consumer):
                     self.ready.set()
                     log.info("materializer_ready", messages=self.messages)
+                    self._settle_due = self._unsettled >= SETTLE_AFTER_CHANGES
+                if self._settle_due:
+                    self._settle()
         finally:
             await consumer.stop()
 
@@ -122,6 +128,12 @@ class Materializer:
                 return False
         return True
 
+    def _settle(self) -> None:
+        """The read side after a large scan: out of the collector's way (processors.heap)."""
+        seconds, frozen = settle("query")
+        log.info("heap_settled", records=self._unsettled, seconds=seconds, frozen=frozen)
+        self._unsettled, self._settle_due = 0, False
+
     def _apply(self, topic: str, key: bytes | None, value: bytes | None) -> None:
         self.messages += 1
         if value is None:
@@ -131,6 +143,9 @@ class Materializer:
                 whole = self._parts.add(decode_delta(value))
                 if whole is not None:
                     self.model.apply_delta(whole)
+                    self._unsettled += whole.changes
+                    if whole.barrier == "scan_completed" and self.ready.is_set():
+                        self._settle_due = self._unsettled >= SETTLE_AFTER_CHANGES
             elif topic == self._topics.sources:
                 self.model.apply_status(decode_source_status(value))
             elif topic == self._topics.neighborhoods:

@@ -79,6 +79,11 @@ RECLUSTER_FAILURES = Counter(
     "gazetteer_recluster_failures_total",
     "Reclusters that raised (a bug: logged with its traceback).",
 )
+HEAP_SETTLED = Counter(
+    "gazetteer_heap_settled_total",
+    "Times the heap was collected and frozen after a large scan or restore.",
+    ["side"],  # worker | query
+)
 
 WORKER_EMBEDDING_QUEUE = Gauge(
     "gazetteer_worker_embedding_queue_chunks",

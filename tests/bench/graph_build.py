@@ -11,14 +11,16 @@ b. full build: a fresh RepoIndex handles a FileChanged(origin="scan") per file, 
    ScanCompleted. Broken down: `parse_file` (timed through the index's injectable
    parser), the barrier (the ScanCompleted handle, where the scan's files resolve),
    the rest (per-file structure, folders, delta diffs, state), and of the whole, the
-   time in Python's cyclic garbage collector. Target: within 3x of (a);
+   time in Python's cyclic garbage collector. Target: within 3x of (a). Then, untimed:
+   the barrier's delta encoded as the worker sends it (its size, its messages: parts of
+   at most 1 MB, the seconds to encode them), and the heap settled as the worker settles
+   it after a barrier (processors/heap.py; ``--no-settle`` to compare);
 c. incremental: ``--edits`` single-file watch edits planned by `graph_edits` (seeded),
    each `RepoIndex.handle` timed; p50/p95/max per kind. Target: p95 under 50 ms.
    Then the 10 largest files saved 5 times each, as an editor saves: the first save
-   re-parsed from scratch, the later ones from the file's previous tree. Afterwards a
-   fresh build of the final contents must hold the same nodes and edges;
-   The barrier's delta, encoded as the worker sends it: its size, its messages (parts
-   of at most 1 MB), the seconds to encode them;
+   re-parsed from scratch, the later ones from the file's previous tree. Afterwards one
+   full collection is timed (the pause a settled heap avoids), and a fresh build of the
+   final contents must hold the same nodes and edges;
 d. memory: RSS growth over the timed build, and tracemalloc current/peak over that
    fresh build (the events built before tracing starts); counts of nodes and edges.
 
@@ -41,6 +43,7 @@ from typing import Any
 
 from deploy.cli import GC_THRESHOLDS
 from deploy.logging_setup import configure_logging
+from processors.heap import settle
 from processors.indexer import RepoIndex
 from processors.parsing import CONFIG_LANGUAGES, RECENT_TREES, language_for
 from processors.parsing.tree import parser
@@ -88,7 +91,9 @@ def raw_parse(tree: PackageTree) -> dict[str, Any]:
     }
 
 
-def full_build(tree: PackageTree) -> tuple[RepoIndex, Stamp, dict[str, Any]]:
+def full_build(
+    tree: PackageTree, settle_heap: bool = True
+) -> tuple[RepoIndex, Stamp, dict[str, Any]]:
     stamp = Stamp(repo=tree.name)
     events = scan_events(tree.files, stamp)
     timed = TimedParser()
@@ -107,6 +112,9 @@ def full_build(tree: PackageTree) -> tuple[RepoIndex, Stamp, dict[str, Any]]:
     encoding = time.perf_counter()
     messages = encode_parts(barrier)
     encoded_s = time.perf_counter() - encoding
+    # As the worker does after a scan's barrier (processors/heap.py): the edits that
+    # follow see a collector that walks only what they allocate.
+    settle_s, frozen = settle() if settle_heap else (0.0, 0)
     gc.collect()
     total = ended - started
     return (
@@ -128,6 +136,8 @@ def full_build(tree: PackageTree) -> tuple[RepoIndex, Stamp, dict[str, Any]]:
             "barrier_messages": len(messages),
             "barrier_largest_message_mb": max(map(len, messages)) / 1e6,
             "barrier_encode_s": encoded_s,
+            "settle_s": settle_s,
+            "frozen_objects": frozen,
         },
     )
 
@@ -188,14 +198,16 @@ def graph_counts(state: RepoState) -> dict[str, Any]:
     }
 
 
-def isolated(name: str, edits: int, reuse: bool = True) -> dict[str, Any]:
+def isolated(name: str, edits: int, reuse: bool = True, settle_heap: bool = True) -> dict[str, Any]:
     """`bench_corpus` in a fresh interpreter: RSS and the collector's work are its own."""
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-        return pool.submit(bench_corpus, name, edits, reuse).result()
+        return pool.submit(bench_corpus, name, edits, reuse, settle_heap).result()
 
 
-def bench_corpus(name: str, edits: int, reuse: bool = True) -> dict[str, Any]:
+def bench_corpus(
+    name: str, edits: int, reuse: bool = True, settle_heap: bool = True
+) -> dict[str, Any]:
     configure_logging("warning")
     if not reuse:  # every parse from scratch, as before trees were kept
         RECENT_TREES.max_trees = 0
@@ -206,7 +218,7 @@ def bench_corpus(name: str, edits: int, reuse: bool = True) -> dict[str, Any]:
     progress(f"load average {load:.2f} on {os.cpu_count()} CPUs (other work skews wall times)")
     raw = raw_parse(tree)
     progress(f"raw parse: {raw['files']} files in {raw['s']:.2f} s")
-    index, stamp, build = full_build(tree)
+    index, stamp, build = full_build(tree, settle_heap)
     build["x_raw_parse"] = build["s"] / raw["s"]
     build["x_raw_parse_cpu"] = build["cpu_s"] / raw["cpu_s"]
     progress(f"full build: {build['s']:.2f} s ({build['x_raw_parse']:.1f}x raw parse)")
@@ -219,6 +231,10 @@ def bench_corpus(name: str, edits: int, reuse: bool = True) -> dict[str, Any]:
         f" ms, later p50/p95 {saves['saves_after']['p50_ms']:.1f}"
         f"/{saves['saves_after']['p95_ms']:.1f} ms"
     )
+    collecting = time.perf_counter()
+    gc.collect()  # what a full collection costs after the edits: the pause settling avoids
+    build["full_collection_after_edits_ms"] = (time.perf_counter() - collecting) * 1000
+    progress(f"a full collection after the edits: {build['full_collection_after_edits_ms']:.0f} ms")
     check = traced_build_and_compare(final, index.state)
     progress(f"fresh build of the final contents equal to the incremental graph: {check['equal']}")
     return {
@@ -258,6 +274,8 @@ BUILD_COLUMNS: tuple[Column, ...] = (
     ("sent as messages", lambda r: r["build"]["barrier_messages"]),
     ("largest MB", lambda r: r["build"]["barrier_largest_message_mb"]),
     ("encoded in s", lambda r: r["build"]["barrier_encode_s"]),
+    ("heap settled in s", lambda r: r["build"]["settle_s"]),
+    ("full collection after the edits ms", lambda r: r["build"]["full_collection_after_edits_ms"]),
 )
 EDIT_COLUMNS: tuple[Column, ...] = (
     ("kind", lambda s: s["kind"]),
@@ -325,10 +343,18 @@ def main() -> None:
         action="store_true",
         help="parse every file from scratch (no previous trees kept), for comparison",
     )
+    cli.add_argument(
+        "--no-settle",
+        action="store_true",
+        help="leave the heap to the collector after the build (no gc.freeze), for comparison",
+    )
     args = cli.parse_args()
     configure_logging("warning")
     names = CORPORA if args.corpus == "both" else (args.corpus,)
-    results = {name: isolated(name, args.edits, not args.no_tree_reuse) for name in names}
+    results = {
+        name: isolated(name, args.edits, not args.no_tree_reuse, not args.no_settle)
+        for name in names
+    }
     print(report(results))
     payload = {"benchmark": NAME, "machine": harness.machine(), "seed": SEED, "results": results}
     progress(f"wrote {harness.write_json(NAME, payload)}")

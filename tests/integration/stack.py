@@ -111,6 +111,14 @@ class Stack:
             response.raise_for_status()
             return response.json()
 
+    async def metrics(self) -> str:
+        """The query service's /metrics (the worker's too: one process, one registry)."""
+        assert self.url is not None, "start the query service first"
+        async with httpx.AsyncClient(base_url=self.url, timeout=10) as client:
+            response = await client.get("/metrics")
+            response.raise_for_status()
+            return response.text
+
 
 async def open_stack(settings: Settings) -> Stack:
     return Stack(settings, await connect(settings, settings.bootstrap or ""))

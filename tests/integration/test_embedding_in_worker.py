@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from prometheus_client import REGISTRY
 
@@ -109,7 +108,7 @@ async def test_the_worker_embeds_the_repository_and_the_query_service_only_reads
         assert "dense" in page["items"][0]["signals"]
         assert embedded_by_workers() - before >= len(live(model, rid))
         assert (model.dense.embedded, model.dense.queued()) == (0, 0)
-        metrics = await stack_metrics(stack)
+        metrics = await stack.metrics()
         assert "gazetteer_embedding_queue_chunks 0.0" in metrics
         assert "gazetteer_embedded_chunks_total 0.0" in metrics
 
@@ -136,11 +135,3 @@ async def test_the_worker_embeds_the_repository_and_the_query_service_only_reads
         assert (model.dense.embedded, model.dense.queued()) == (0, 0)
     finally:
         await stack.close()
-
-
-async def stack_metrics(stack: Stack) -> str:
-    assert stack.url is not None
-    async with httpx.AsyncClient(base_url=stack.url, timeout=10) as client:
-        response = await client.get("/metrics")
-        response.raise_for_status()
-        return response.text

@@ -5,6 +5,7 @@ Runs once per broker (embedded Tansu, Apache Kafka) through the ``broker`` fixtu
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from pathlib import Path
@@ -245,3 +246,10 @@ async def test_a_scan_whose_barrier_delta_is_megabytes_is_indexed_from_parts(
     assert len(parts) > 1 and all(d.part is not None for d in parts)
     state = stack.model.repos[barrier[0].repo].state
     assert {e.key for e in barrier[0].edges_upserted} <= set(state.edges)
+    # A barrier of 40,000 edges: the worker and the read side froze their heaps after it.
+    frozen = gc.get_freeze_count()
+    gc.unfreeze()  # the rest of the session collects as usual
+    assert frozen > 0
+    metrics = await stack.metrics()
+    for side in ("worker", "query"):
+        assert f'gazetteer_heap_settled_total{{side="{side}"}}' in metrics
