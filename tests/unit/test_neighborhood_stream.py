@@ -182,13 +182,21 @@ class GatedReclusterer(Reclusterer):
         return super().compute(job)
 
 
-async def test_the_worker_goes_on_indexing_while_a_recluster_computes() -> None:
-    reclusterer = GatedReclusterer()
+async def recluster_held(
+    reclusterer: GatedReclusterer,
+) -> tuple[Worker, Stamp, asyncio.Task[None]]:
+    """A scanned worker whose first recluster has started and waits at the gate."""
     worker, stamp = Worker(InMemoryDeltaLog(), InMemorySnapshotLog(), reclusterer), Stamp()
     await scanned(worker, stamp)
     worker.clock.now += 1
     ticking = asyncio.create_task(worker.stream.tick())
     assert await asyncio.to_thread(reclusterer.started.wait, 10)
+    return worker, stamp, ticking
+
+
+async def test_the_worker_goes_on_indexing_while_a_recluster_computes() -> None:
+    reclusterer = GatedReclusterer()
+    worker, stamp, ticking = await recluster_held(reclusterer)
     # The recluster is blocked in its thread; the event loop still indexes an edit
     # (a new import b3 -> a1), and a second tick does not start another recluster.
     moved = "from pkg_a.a1 import f1\ndef g3():\n    f1()\n"
@@ -208,11 +216,7 @@ async def test_the_worker_goes_on_indexing_while_a_recluster_computes() -> None:
 
 async def test_a_recluster_of_a_repository_revoked_meanwhile_is_not_published() -> None:
     reclusterer = GatedReclusterer()
-    worker, stamp = Worker(InMemoryDeltaLog(), InMemorySnapshotLog(), reclusterer), Stamp()
-    await scanned(worker, stamp)
-    worker.clock.now += 1
-    ticking = asyncio.create_task(worker.stream.tick())
-    assert await asyncio.to_thread(reclusterer.started.wait, 10)
+    worker, _, ticking = await recluster_held(reclusterer)
     worker.stream.forget(["app-1"])  # its partition went to another worker
     reclusterer.gate.set()
     await asyncio.wait_for(ticking, 10)
