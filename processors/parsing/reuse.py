@@ -51,10 +51,7 @@ class TreeCache:
 
     def parse(self, path: str, language: str, content: bytes) -> Tree:
         """The tree of ``content``, from the path's previous tree when one is kept."""
-        with self._lock:
-            kept = self._kept.pop(path, None)
-            if kept is not None:
-                self._bytes -= len(kept.content)
+        kept = self._take(path)
         tree = None
         if kept is not None and kept.language == language:
             tree = _reparse(kept, content)
@@ -65,10 +62,14 @@ class TreeCache:
         return tree
 
     def forget(self, path: str) -> None:
+        self._take(path)
+
+    def _take(self, path: str) -> _Kept | None:
         with self._lock:
             kept = self._kept.pop(path, None)
             if kept is not None:
                 self._bytes -= len(kept.content)
+            return kept
 
     def _keep(self, path: str, kept: _Kept) -> None:
         if self.max_trees <= 0 or len(kept.content) > self.max_source_bytes:
