@@ -24,6 +24,7 @@ from tree_sitter import Node
 from processors.parsing import go, java, javascript, python, rust, summary
 from processors.parsing.config import CONFIG_FILES, ConfigError, config_language, parse_config
 from processors.parsing.reuse import TreeCache
+from processors.parsing.splice import SPLICED, Facts, FactsCache
 from processors.parsing.tree import FileFacts, count_errors
 from stores.records import (
     Alias,
@@ -69,6 +70,9 @@ MINIFIED_AVERAGE_CHARS = 300
 RECENT_TREES = TreeCache()
 """The trees of the files this process parsed last: a file saved again is re-parsed
 from its previous tree (processors/parsing/reuse.py)."""
+RECENT_FACTS = FactsCache()
+"""The facts of the large files this process parsed lately: an edit of one re-extracts
+only the top-level statements it touched (processors/parsing/splice.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,9 +105,16 @@ def count_lines(content: bytes) -> int:
     return newlines + 1 if content and not content.endswith(b"\n") else newlines
 
 
-def parse_file(path: str, content: bytes, *, trees: TreeCache = RECENT_TREES) -> ParseResult:
+def parse_file(
+    path: str,
+    content: bytes,
+    *,
+    trees: TreeCache = RECENT_TREES,
+    kept: FactsCache = RECENT_FACTS,
+) -> ParseResult:
     """Parse one file once and extract its facts; never raises. ``trees``: where the
-    previous tree of ``path`` may be kept (the result is the same either way)."""
+    previous tree of ``path`` may be kept, ``kept``: its previous facts, to splice the
+    new ones from (the result is the same either way)."""
     language = language_for(path)
     lines = count_lines(content)
     if language is None:
@@ -119,13 +130,24 @@ def parse_file(path: str, content: bytes, *, trees: TreeCache = RECENT_TREES) ->
         problems.append("minified")
     if content.startswith(_BOM):  # tree-sitter would report the BOM as a syntax error
         content = content[len(_BOM) :]
+    if language in SPLICED:
+        try:
+            spliced = kept.splice(path, language, content)
+        except Exception:  # a bug of ours: the whole-file parse still answers
+            log.exception("parse_splice_failed", path=path, language=language)
+            kept.forget(path)
+            spliced = None
+        if spliced is not None:
+            return _result(path, language, lines, content, spliced, 0, problems)
     try:
         tree = trees.parse(path, language, content)
     except Exception as exc:  # a tree-sitter failure is a fact about this file
         trees.forget(path)
+        kept.forget(path)
         problems.append(f"parser_failed:{type(exc).__name__}")
         return ParseResult(language, lines, (), (), 0, tuple(problems))
     if tree is None:
+        kept.forget(path)
         problems.append("parser_failed:NoTree")
         return ParseResult(language, lines, (), (), 0, tuple(problems))
     root = tree.root_node
@@ -133,15 +155,38 @@ def parse_file(path: str, content: bytes, *, trees: TreeCache = RECENT_TREES) ->
     if parse_errors:
         problems.append(f"syntax_errors:{parse_errors}")
     extract, comment_marks = _EXTRACTORS[language]
-    facts = FileFacts(content, comment_marks)
+    facts, failed = FileFacts(content, comment_marks), False
     try:
         extract(root, facts)
-        symbols, imports, references = facts.symbols(), facts.imports(), facts.references()
+        found = Facts(
+            facts.symbols(), facts.imports(), facts.references(), facts.references_truncated
+        )
     except Exception as exc:  # a bug of ours: keep the traceback, still answer
         log.exception("parse_extract_failed", path=path, language=language)
         problems.append(f"extract_failed:{type(exc).__name__}")
-        facts = FileFacts(content, comment_marks)
-        symbols, imports, references = (), (), ()
+        facts, failed = FileFacts(content, comment_marks), True
+        found = Facts((), (), (), False)
+    if parse_errors or failed or facts.whole_file:
+        kept.forget(path)
+    else:
+        kept.keep(path, language, content, root, found)
+    return _result(
+        path, language, lines, content, found, parse_errors, problems, facts.package, facts.aliases
+    )
+
+
+def _result(
+    path: str,
+    language: str,
+    lines: int,
+    content: bytes,
+    facts: Facts,
+    parse_errors: int,
+    problems: list[str],
+    package: str | None = None,
+    aliases: list[Alias] | None = None,
+) -> ParseResult:
+    symbols, imports = facts.symbols, facts.imports
     if facts.references_truncated:
         problems.append("references_truncated")
     return ParseResult(
@@ -151,12 +196,12 @@ def parse_file(path: str, content: bytes, *, trees: TreeCache = RECENT_TREES) ->
         imports,
         parse_errors,
         tuple(problems),
-        references=references,
-        package=facts.package,
+        references=facts.references,
+        package=package,
         purpose=summary.purpose(content, symbols),
         sections=summary.sections(symbols, imports),
         keywords=summary.keywords(path, symbols, imports),
-        aliases=tuple(facts.aliases),
+        aliases=tuple(aliases or ()),
     )
 
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 import bisect
 import inspect
 import re
+from collections import Counter
+from collections.abc import Iterable
 
 from tree_sitter import Node
 
 from processors.parsing import python_refs
 from processors.parsing.tree import DOC_CHARS, FileFacts
-from stores.records import SymbolKind
+from stores.records import ImportRecord, SymbolKind, SymbolRecord
 
 COMMENT_MARKS = (b"#",)
 
@@ -51,10 +53,12 @@ _STRING_OPENING = re.compile(r"[A-Za-z]*('''|\"\"\"|'|\")")
 _DOC_SCAN_BYTES = 32 * DOC_CHARS
 
 
-def extract(root: Node, facts: FileFacts) -> None:
+def extract(root: Node, facts: FileFacts, outside: frozenset[str] = frozenset()) -> None:
     """Add the module's classes, functions, methods, variables, imports and references
-    to `facts`."""
+    to `facts`. ``outside``: the module-level names of the rest of the file, when
+    `root` holds only some of its top-level statements (processors/parsing/splice.py)."""
     captures = python_refs.capture(root)
+    facts.whole_file = bool(captures.get("local"))
     # Where definitions and imports start: a function body (or a block in one) holding
     # none is passed by, and most hold none.
     starts = sorted(node.start_byte for node in captures.get("declaration", ()))
@@ -81,17 +85,21 @@ def extract(root: Node, facts: FileFacts) -> None:
                 _assignment(child, facts)
             elif scope is _MODULE and kind == "type_alias_statement":
                 _type_alias(child, facts)
-    python_refs.references(captures, facts, _module_names(facts))
+    names = module_bindings(facts.symbols(), facts.imports()).keys() | outside
+    python_refs.references(captures, facts, frozenset(names))
 
 
-def _module_names(facts: FileFacts) -> frozenset[str]:
-    """Names bound at module level: definitions, assignments and imports."""
-    names = {symbol.name for symbol in facts.symbols() if symbol.parent is None}
-    for record in facts.imports():
+def module_bindings(
+    symbols: Iterable[SymbolRecord], imports: Iterable[ImportRecord]
+) -> Counter[str]:
+    """Names bound at module level (definitions, assignments and imports), each with the
+    number of statements that bind it."""
+    names = Counter(symbol.name for symbol in symbols if symbol.parent is None)
+    for record in imports:
         if record.alias:
-            names.add(record.alias)
+            names[record.alias] += 1
         names.update(local for local, _ in record.bindings() if local != "*")
-    return frozenset(names)
+    return names
 
 
 def _definition(

@@ -21,13 +21,15 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
-from tree_sitter import Point, Tree
+from tree_sitter import Tree
 
-from processors.parsing.tree import parser
+from processors.parsing.tree import parser, point_at
 
 MAX_TREES = 16
 MAX_SOURCE_BYTES = 2_000_000
+V = TypeVar("V")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,49 +39,70 @@ class _Kept:
     tree: Tree
 
 
-class TreeCache:
-    def __init__(self, max_trees: int = MAX_TREES, max_source_bytes: int = MAX_SOURCE_BYTES):
-        self.max_trees = max_trees
-        self.max_source_bytes = max_source_bytes
-        self._kept: OrderedDict[str, _Kept] = OrderedDict()
+class Shelf(Generic[V]):
+    """Values kept by path, at most ``max_items`` of them holding at most ``max_bytes``
+    between them (each value's size given with it), the least recently kept dropped
+    first. A value is taken out while it is in use, so two threads never share one."""
+
+    def __init__(self, max_items: int, max_bytes: int) -> None:
+        self.max_items = max_items
+        self.max_bytes = max_bytes
+        self._kept: OrderedDict[str, tuple[V, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
-        self.reused = 0  # parses that started from a kept tree
 
     def __len__(self) -> int:
         return len(self._kept)
 
+    def take(self, path: str) -> V | None:
+        with self._lock:
+            kept = self._kept.pop(path, None)
+            if kept is None:
+                return None
+            self._bytes -= kept[1]
+            return kept[0]
+
+    def put(self, path: str, value: V, size: int) -> None:
+        if self.max_items <= 0 or size > self.max_bytes:
+            return
+        with self._lock:
+            self._kept[path] = (value, size)
+            self._bytes += size
+            while len(self._kept) > self.max_items or self._bytes > self.max_bytes:
+                _, (_, dropped) = self._kept.popitem(last=False)
+                self._bytes -= dropped
+
+
+class TreeCache:
+    def __init__(self, max_trees: int = MAX_TREES, max_source_bytes: int = MAX_SOURCE_BYTES):
+        self._shelf: Shelf[_Kept] = Shelf(max_trees, max_source_bytes)
+        self.reused = 0  # parses that started from a kept tree
+
+    @property
+    def max_trees(self) -> int:
+        return self._shelf.max_items
+
+    @max_trees.setter
+    def max_trees(self, value: int) -> None:
+        self._shelf.max_items = value
+
+    def __len__(self) -> int:
+        return len(self._shelf)
+
     def parse(self, path: str, language: str, content: bytes) -> Tree:
         """The tree of ``content``, from the path's previous tree when one is kept."""
-        kept = self._take(path)
+        kept = self._shelf.take(path)
         tree = None
         if kept is not None and kept.language == language:
             tree = _reparse(kept, content)
             self.reused += tree is not None
         if tree is None:
             tree = parser(language).parse(content)
-        self._keep(path, _Kept(language, content, tree))
+        self._shelf.put(path, _Kept(language, content, tree), len(content))
         return tree
 
     def forget(self, path: str) -> None:
-        self._take(path)
-
-    def _take(self, path: str) -> _Kept | None:
-        with self._lock:
-            kept = self._kept.pop(path, None)
-            if kept is not None:
-                self._bytes -= len(kept.content)
-            return kept
-
-    def _keep(self, path: str, kept: _Kept) -> None:
-        if self.max_trees <= 0 or len(kept.content) > self.max_source_bytes:
-            return
-        with self._lock:
-            self._kept[path] = kept
-            self._bytes += len(kept.content)
-            while len(self._kept) > self.max_trees or self._bytes > self.max_source_bytes:
-                _, dropped = self._kept.popitem(last=False)
-                self._bytes -= len(dropped.content)
+        self._shelf.take(path)
 
 
 def _reparse(kept: _Kept, content: bytes) -> Tree | None:
@@ -87,24 +110,24 @@ def _reparse(kept: _Kept, content: bytes) -> Tree | None:
     old = kept.content
     if kept.tree.root_node.has_error:
         return None
-    start = _common_prefix(old, content)
+    start = common_prefix(old, content)
     shared = min(len(old), len(content)) - start
-    end = _common_suffix(old, content, shared)
+    end = common_suffix(old, content, shared)
     old_end, new_end = len(old) - end, len(content) - end
     tree = kept.tree
     tree.edit(
         start_byte=start,
         old_end_byte=old_end,
         new_end_byte=new_end,
-        start_point=_point(content, start),
-        old_end_point=_point(old, old_end),
-        new_end_point=_point(content, new_end),
+        start_point=point_at(content, start),
+        old_end_point=point_at(old, old_end),
+        new_end_point=point_at(content, new_end),
     )
     fresh = parser(kept.language).parse(content, tree)
     return None if fresh.root_node.has_error else fresh
 
 
-def _common_prefix(a: bytes, b: bytes) -> int:
+def common_prefix(a: bytes, b: bytes) -> int:
     """The length of the longest common prefix, compared in halving blocks (C speed)."""
     low, high = 0, min(len(a), len(b))
     while low < high:
@@ -116,7 +139,7 @@ def _common_prefix(a: bytes, b: bytes) -> int:
     return low
 
 
-def _common_suffix(a: bytes, b: bytes, limit: int) -> int:
+def common_suffix(a: bytes, b: bytes, limit: int) -> int:
     """The longest common suffix, at most ``limit`` bytes."""
     low, high = 0, limit
     while low < high:
@@ -126,9 +149,3 @@ def _common_suffix(a: bytes, b: bytes, limit: int) -> int:
         else:
             high = middle - 1
     return low
-
-
-def _point(content: bytes, offset: int) -> Point:
-    """The (row, byte column) of a byte offset."""
-    row = content.count(b"\n", 0, offset)
-    return Point(row, offset - (content.rfind(b"\n", 0, offset) + 1))

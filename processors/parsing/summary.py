@@ -7,6 +7,7 @@ per-file purpose, section map and weighted keywords).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
@@ -19,6 +20,7 @@ _HEAD_LINES = 40
 
 _COMMENT = re.compile(r"^\s*(#|//+|/\*+|\*+/?|--|;+)\s?")
 _DOCSTRING = re.compile(r'^\s*[rRbBuU]{0,2}("""|\'\'\')(.*?)(\1|$)', re.S)
+_SEPARATORS = re.compile(r"[_\W]+")
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _SKIP_COMMENT = re.compile(
     r"^(!|-\*-|coding[:=]|eslint|@ts-|go:build|\+build|SPDX|copyright)", re.I
@@ -86,21 +88,25 @@ def sections(
     symbols: Sequence[SymbolRecord], imports: Sequence[ImportRecord]
 ) -> tuple[Section, ...]:
     """``L1-25: imports | L26-80: class AuthService``: imports, then top-level symbols."""
-    found: list[Section] = []
+    found: list[tuple[int, int, str]] = []
     if imports:
-        first, last = min(i.line for i in imports), max(i.line for i in imports)
-        found.append(Section(line_start=first, line_end=last, label="imports"))
+        found.append((min(i.line for i in imports), max(i.line for i in imports), "imports"))
     for sym in symbols:
         if sym.parent is None:
-            label = f"{sym.kind.lower()} {sym.name}"
-            found.append(Section(line_start=sym.line_start, line_end=sym.line_end, label=label))
-    found.sort(key=lambda s: (s.line_start, s.line_end, s.label))
-    return tuple(found[:MAX_SECTIONS])
+            found.append((sym.line_start, sym.line_end, f"{sym.kind.lower()} {sym.name}"))
+    found.sort()
+    return tuple(
+        Section(line_start=start, line_end=end, label=label)
+        for start, end, label in found[:MAX_SECTIONS]
+    )
 
 
-def split_identifier(name: str) -> list[str]:
-    """``parseHTTPResponse_v2`` -> parse, http, response, v2 (lowercase parts)."""
-    return [part.lower() for chunk in re.split(r"[_\W]+", name) for part in _WORD.findall(chunk)]
+@functools.lru_cache(maxsize=1 << 16)
+def split_identifier(name: str) -> tuple[str, ...]:
+    """``parseHTTPResponse_v2`` -> parse, http, response, v2 (lowercase parts). Cached:
+    the same names recur from file to file and from one version of a file to the next
+    (a 184 kB test module's 2,000 names took 15 ms to split)."""
+    return tuple(part.lower() for chunk in _SEPARATORS.split(name) for part in _WORD.findall(chunk))
 
 
 def keywords(
@@ -111,9 +117,11 @@ def keywords(
     stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
     for part in split_identifier(stem):
         weights[part] = weights.get(part, 0.0) + 2.0
+    get = weights.get
     for sym in symbols:
+        weight = _KIND_WEIGHT.get(sym.kind, 1.0)
         for part in split_identifier(sym.name):
-            weights[part] = weights.get(part, 0.0) + _KIND_WEIGHT.get(sym.kind, 1.0)
+            weights[part] = get(part, 0.0) + weight
     for imp in imports:
         for part in split_identifier(imp.module.replace("/", ".")):
             weights[part] = weights.get(part, 0.0) + 0.5

@@ -19,7 +19,7 @@ import tree_sitter_javascript
 import tree_sitter_python
 import tree_sitter_rust
 import tree_sitter_typescript
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Language, Node, Parser, Point, Range, Tree
 
 from stores.records import (
     Alias,
@@ -73,6 +73,25 @@ def parser(name: str) -> Parser:
     return found
 
 
+def parse_range(name: str, content: bytes, start: int, end: int) -> Tree:
+    """``content[start:end]`` parsed on its own, its nodes where they are in ``content``
+    (tree-sitter's included ranges; this thread's second parser, which keeps them)."""
+    ranged: dict[str, Parser] | None = getattr(_local, "ranged", None)
+    if ranged is None:
+        ranged = _local.ranged = {}
+    found = ranged.get(name)
+    if found is None:
+        found = ranged[name] = Parser(language(name))
+    found.included_ranges = [Range(point_at(content, start), point_at(content, end), start, end)]
+    return found.parse(content)
+
+
+def point_at(content: bytes, offset: int) -> Point:
+    """The (row, byte column) of a byte offset."""
+    row = content.count(b"\n", 0, offset)
+    return Point(row, offset - (content.rfind(b"\n", 0, offset) + 1))
+
+
 def count_errors(root: Node) -> int:
     """ERROR regions (the top-most only) plus MISSING nodes; clean subtrees are skipped."""
     if not root.has_error:
@@ -124,6 +143,7 @@ class FileFacts:
         "content",
         "package",
         "references_truncated",
+        "whole_file",
     )
 
     def __init__(self, content: bytes, comment_marks: tuple[bytes, ...]) -> None:
@@ -134,6 +154,9 @@ class FileFacts:
         self._references: list[tuple] = []  # type: ignore[type-arg]
         self._spans: list[tuple[int, int, str]] = []  # (start byte, end byte, qualname)
         self.references_truncated = False
+        # Some fact of the file reaches beyond its own top-level statement (Python's
+        # type parameters drop references in the whole file): it is never spliced.
+        self.whole_file = False
         self.package: str | None = None
         self.aliases: list[Alias] = []
 

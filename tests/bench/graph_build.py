@@ -39,13 +39,22 @@ import tracemalloc
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from typing import Any
 
 from deploy.cli import GC_THRESHOLDS
 from deploy.logging_setup import configure_logging
 from processors.heap import settle
 from processors.indexer import RepoIndex
-from processors.parsing import CONFIG_LANGUAGES, RECENT_TREES, language_for
+from processors.parsing import (
+    CONFIG_LANGUAGES,
+    RECENT_FACTS,
+    RECENT_TREES,
+    language_for,
+    parse_file,
+)
+from processors.parsing.reuse import TreeCache
+from processors.parsing.splice import FactsCache
 from processors.parsing.tree import parser
 from stores.deltas import encode_delta, encode_parts
 from stores.repo_state import RepoState
@@ -146,7 +155,9 @@ def traced_build_and_compare(files: dict[str, bytes], built: RepoState) -> dict[
     """A fresh build of ``files`` under tracemalloc; is it the incremental graph?"""
     stamp = Stamp(repo=built.repo)
     events = scan_events(files, stamp)
-    index = RepoIndex(built.repo)
+    # Caches of its own, empty: every file parsed afresh, and what the worker keeps of
+    # them (the trees of the last files, the facts of the large ones) in the memory.
+    index = RepoIndex(built.repo, parse=partial(parse_file, trees=TreeCache(), kept=FactsCache()))
     gc.collect()
     tracemalloc.start()
     for event in events:
@@ -198,19 +209,23 @@ def graph_counts(state: RepoState) -> dict[str, Any]:
     }
 
 
-def isolated(name: str, edits: int, reuse: bool = True, settle_heap: bool = True) -> dict[str, Any]:
+def isolated(
+    name: str, edits: int, reuse: bool = True, settle_heap: bool = True, splice: bool = True
+) -> dict[str, Any]:
     """`bench_corpus` in a fresh interpreter: RSS and the collector's work are its own."""
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-        return pool.submit(bench_corpus, name, edits, reuse, settle_heap).result()
+        return pool.submit(bench_corpus, name, edits, reuse, settle_heap, splice).result()
 
 
 def bench_corpus(
-    name: str, edits: int, reuse: bool = True, settle_heap: bool = True
+    name: str, edits: int, reuse: bool = True, settle_heap: bool = True, splice: bool = True
 ) -> dict[str, Any]:
     configure_logging("warning")
     if not reuse:  # every parse from scratch, as before trees were kept
         RECENT_TREES.max_trees = 0
+    if not splice:  # every edit parsed whole, as before facts were kept
+        RECENT_FACTS.max_bytes = 0
     gc.set_threshold(*GC_THRESHOLDS)  # as every gazetteer process sets it
     tree = package_tree(name)
     load = os.getloadavg()[0]
@@ -223,8 +238,14 @@ def bench_corpus(
     build["x_raw_parse_cpu"] = build["cpu_s"] / raw["cpu_s"]
     progress(f"full build: {build['s']:.2f} s ({build['x_raw_parse']:.1f}x raw parse)")
     counts = graph_counts(index.state)
+    spliced, declined = RECENT_FACTS.spliced, RECENT_FACTS.declined.copy()
     inc, final = timed_edits(tree.files, index, stamp, edits, SEED)
-    progress(f"incremental: {edits} edits, p95 {inc['summary']['all']['p95_ms']:.1f} ms")
+    inc["spliced"] = RECENT_FACTS.spliced - spliced  # edits re-extracted in part
+    inc["splices_declined"] = dict(RECENT_FACTS.declined - declined)
+    progress(
+        f"incremental: {edits} edits, p95 {inc['summary']['all']['p95_ms']:.1f} ms"
+        f" ({inc['spliced']} spliced, declined: {inc['splices_declined']})"
+    )
     saves = repeated_saves(final, index, stamp)
     progress(
         f"repeated saves of the 10 largest files: first p50 {saves['first_save']['p50_ms']:.1f}"
@@ -344,6 +365,11 @@ def main() -> None:
         help="parse every file from scratch (no previous trees kept), for comparison",
     )
     cli.add_argument(
+        "--no-splice",
+        action="store_true",
+        help="parse every edited file whole (no facts kept to splice from), for comparison",
+    )
+    cli.add_argument(
         "--no-settle",
         action="store_true",
         help="leave the heap to the collector after the build (no gc.freeze), for comparison",
@@ -352,7 +378,9 @@ def main() -> None:
     configure_logging("warning")
     names = CORPORA if args.corpus == "both" else (args.corpus,)
     results = {
-        name: isolated(name, args.edits, not args.no_tree_reuse, not args.no_settle)
+        name: isolated(
+            name, args.edits, not args.no_tree_reuse, not args.no_settle, not args.no_splice
+        )
         for name in names
     }
     print(report(results))

@@ -10,7 +10,7 @@ import pytest
 from tree_sitter import Tree
 
 from processors.parsing import language_for, parse_file
-from processors.parsing.reuse import TreeCache, _common_prefix, _common_suffix
+from processors.parsing.reuse import TreeCache, common_prefix, common_suffix
 from processors.parsing.tree import parser
 from tests.unit.test_records import SOURCES
 
@@ -132,5 +132,5 @@ def test_a_broken_file_is_parsed_afresh() -> None:
     ],
 )
 def test_common_prefix_and_suffix(a: bytes, b: bytes, prefix: int, suffix: int) -> None:
-    assert _common_prefix(a, b) == prefix
-    assert _common_suffix(a, b, min(len(a), len(b)) - prefix) == suffix
+    assert common_prefix(a, b) == prefix
+    assert common_suffix(a, b, min(len(a), len(b)) - prefix) == suffix
