@@ -54,6 +54,11 @@ class Shelf(Generic[V]):
     def __len__(self) -> int:
         return len(self._kept)
 
+    @property
+    def bytes(self) -> int:
+        """The sizes of the values kept, summed."""
+        return self._bytes
+
     def take(self, path: str) -> V | None:
         with self._lock:
             kept = self._kept.pop(path, None)

@@ -99,6 +99,11 @@ class FactsCache:
     def __len__(self) -> int:
         return len(self._shelf)
 
+    @property
+    def source_bytes(self) -> int:
+        """The source kept (what this cache adds to the process: the facts are the index's)."""
+        return self._shelf.bytes
+
     def keep(self, path: str, language: str, content: bytes, root: Node, facts: Facts) -> None:
         """Keep a whole-file parse's facts (of a tree without errors) to splice from."""
         if language not in _LANGUAGES or len(content) < self.min_bytes:
@@ -135,9 +140,12 @@ def _splice(kept: _Kept, content: bytes) -> _Kept | str:
     changed_end = len(old) - suffix
     # The region: from the last statement start before the change (the first statement
     # may start after some comments or blank lines: then the file's start) to the first
-    # one after it (or the end of the file).
-    first = bisect_left(kept.starts, same) - 1
-    start, start_row = (kept.starts[first], kept.rows[first]) if first >= 0 else (0, 0)
+    # one after it (or the end of the file); lines appended as new statements alone.
+    if same == len(old) and _appended(old, content):
+        first, start, start_row = len(kept.starts), same, old.count(b"\n")
+    else:
+        first = bisect_left(kept.starts, same) - 1
+        start, start_row = (kept.starts[first], kept.rows[first]) if first >= 0 else (0, 0)
     after = bisect_right(kept.starts, changed_end)
     end = kept.starts[after] if after < len(kept.starts) else len(old)
     moved = len(content) - len(old)
@@ -164,12 +172,17 @@ def _splice(kept: _Kept, content: bytes) -> _Kept | str:
         return "whole_file"
     new_symbols, new_imports = facts.symbols(), facts.imports()
     now_bound = splicer.bindings(new_symbols, new_imports)
+    gone: set[str] = set()  # names no longer bound at module level, read elsewhere
     for name in region_bound.keys() | now_bound.keys():
-        if (name in bound) != (name in outside or name in now_bound):
-            if _occurs(name, old, start, end):
-                return "names"  # a bare read elsewhere may now be a reference, or not
+        was, now = name in bound, name in outside or name in now_bound
+        if was != now and _occurs(name, old, start, end):
+            if now:
+                return "names"  # a bare read elsewhere may now be a reference
+            gone.add(name)
     rows = content.count(b"\n", start, new_end) - old.count(b"\n", start, end)
     references = _cut(old_facts.references, _reference_line, start_row, end_row)
+    if gone:  # their bare reads elsewhere are references no more
+        references = (_unread(references[0], gone), (), _unread(references[2], gone))
     head = references[0] + facts.references()
     known = head + references[2]
     if old_facts.references_truncated:
@@ -221,6 +234,27 @@ def _cut(
     i = bisect_left(records, start_row + 1, key=line)
     j = bisect_left(records, end_row + 1, lo=i, key=line)
     return records[:i], records[i:j], records[j:]
+
+
+def _appended(old: bytes, content: bytes) -> bool:
+    """Whether ``content`` is ``old`` (whole lines) with lines added whose first one, past
+    blank ones, starts a statement at column 0: nothing the old last one can take in (a
+    clause such as `else:` would fail to parse on its own)."""
+    if not old.endswith(b"\n"):
+        return False
+    for line in content[len(old) :].split(b"\n"):
+        if line.strip():
+            return line[:1] not in (b" ", b"\t", b"\f", b"#")
+    return True
+
+
+def _unread(
+    references: tuple[ReferenceRecord, ...], names: set[str]
+) -> tuple[ReferenceRecord, ...]:
+    """``references`` less the bare reads of ``names`` (the uses without a qualifier)."""
+    return tuple(
+        r for r in references if r.kind != "use" or r.qualifier is not None or r.name not in names
+    )
 
 
 def _occurs(name: str, content: bytes, start: int, end: int) -> bool:

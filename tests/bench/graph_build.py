@@ -238,6 +238,10 @@ def bench_corpus(
     build["x_raw_parse_cpu"] = build["cpu_s"] / raw["cpu_s"]
     progress(f"full build: {build['s']:.2f} s ({build['x_raw_parse']:.1f}x raw parse)")
     counts = graph_counts(index.state)
+    build["facts_kept_files"], build["facts_kept_source_mb"] = (
+        len(RECENT_FACTS),
+        RECENT_FACTS.source_bytes / 1e6,
+    )
     spliced, declined = RECENT_FACTS.spliced, RECENT_FACTS.declined.copy()
     inc, final = timed_edits(tree.files, index, stamp, edits, SEED)
     inc["spliced"] = RECENT_FACTS.spliced - spliced  # edits re-extracted in part
@@ -318,6 +322,7 @@ SAVE_COLUMNS: tuple[Column, ...] = (
 )
 MEMORY_COLUMNS: tuple[Column, ...] = (
     ("RSS growth MB", lambda r: r["build"]["rss_growth_mb"]),
+    ("source kept to splice MB", lambda r: r["build"]["facts_kept_source_mb"]),
     ("tracemalloc current MB", lambda r: r["fresh_check"]["tracemalloc_current_mb"]),
     ("tracemalloc peak MB", lambda r: r["fresh_check"]["tracemalloc_peak_mb"]),
     ("nodes", lambda r: r["counts"]["nodes"]),

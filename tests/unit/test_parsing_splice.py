@@ -156,6 +156,40 @@ def test_a_new_module_name_read_elsewhere_makes_the_whole_file_parse() -> None:
     assert kept.spliced == 1
 
 
+def test_a_module_name_gone_drops_its_bare_reads_elsewhere() -> None:
+    kept = FactsCache(min_bytes=0)
+    reads = H.replace("return g(f(LIMIT))", "return helper")
+    parse("m.py", module(HEAD, reads, F, G, "helper = 2\n"), kept)
+    gone = module(HEAD, reads, F, G, "other = 2\n")
+    after = parse("m.py", gone, kept)
+    assert kept.spliced == 1 and after == fresh("m.py", gone)
+    assert "helper" not in {r.name for r in after.references}
+
+
+def test_lines_appended_are_parsed_alone() -> None:
+    kept = FactsCache(min_bytes=0)
+    big = module(HEAD, F * 20, "if LIMIT:\n" + "    os.sep\n" * 100)
+    parse("m.py", big, kept)
+    appended = big + b"\n\ndef added(value):\n    return value + 1\n"
+    assert parse("m.py", appended, kept) == fresh("m.py", appended)
+    assert kept.spliced == 1
+    # The 100-line `if` is no part of that region: were it, the region would be too
+    # large. An indented line, a comment or a clause would join the `if`: the region
+    # is then taken from it.
+    big = module(HEAD, "if LIMIT:\n" + "    os.sep\n" * 300)
+    parse("m.py", big, kept)
+    appended = big + b"\n\ndef added(value):\n    return value + 1\n"
+    assert parse("m.py", appended, kept) == fresh("m.py", appended)
+    assert kept.spliced == 2
+    big, kept = module(HEAD, F * 20, "if LIMIT:\n" + "    os.sep\n" * 100), FactsCache(min_bytes=0)
+    parse("m.py", big, kept)
+    for tail in (b"    os.sep\n", b"else:\n    pass\n", b"# c\n    os.sep\n"):
+        assert parse("m.py", big + tail, kept) == fresh("m.py", big + tail)
+        parse("m.py", big, kept)
+    # `else:` looks like a new statement, and alone fails to parse: parsed whole
+    assert kept.spliced == 5 and kept.declined == Counter(syntax=1)
+
+
 def test_what_the_splice_declines_is_parsed_whole() -> None:
     kept = FactsCache(min_bytes=0)
     parse("m.py", module(HEAD, F, G, H), kept)
