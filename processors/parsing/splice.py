@@ -1,35 +1,36 @@
-"""A large file's facts after an edit, from the top-level statements the edit touched.
+"""A large file's facts after an edit, from the statements the edit touched.
 
 An edit of a large file changes one byte range (the old and new contents' common prefix
 and suffix aside), most often inside one function, yet a whole-file parse and
-extraction of a 150 kB test module costs 50-130 ms. A Python module is a sequence of
-top-level statements; those starting a line (column 0) cut the file where the lexer
-holds no state (no open bracket, string or indented block). So, when the old contents
-parsed without errors, `FactsCache.splice`:
+extraction of a 150 kB test module costs 50-130 ms. When the old contents parsed without
+errors, `FactsCache.splice`:
 
-1. widens the changed range to whole statements: from the last such start before it to
-   the first one after it, both outside the change, so the new contents are cut at the
-   same places with the same text around them;
-2. parses only that region of the new contents (`tree.parse_range`: its nodes keep
-   their places in the file) and extracts it;
-3. keeps the facts before the region as they were, and moves those after it by the
-   lines the region gained or lost (their columns stay: the region ends a line).
+1. takes the region around the changed range: whole statements, of the module or of the
+   body of the class the change lies in (processors/parsing/regions.py says where the
+   file can be cut, and why those cuts hold);
+2. parses only that region of the new contents, with the class header when the region
+   lies in a class body (`tree.parse_ranges`: its nodes keep their places in the file),
+   and extracts it;
+3. keeps the facts before the region as they were (a class's own record brought up to
+   date: its end, its docstring), and moves those after it by the lines the region
+   gained or lost (their columns stay: the region ends a line).
 
 Two facts reach across statements in Python: the names bound at module level (a bare
 read is a reference only when it reads one) and type parameters (`def f[T]` drops the
 references named `T` in the whole file). The region is extracted with the module-level
-names of the rest of the file; when the names bound in the region change, a name that
-came or went must not occur anywhere else in the file, and a file with type parameters
-is never spliced (`FileFacts.whole_file`). It also declines, and the caller parses the
-whole file, when the new region has a syntax error, the region is half the file or
-more, or the references reach their cap. The facts are then those of a whole-file parse:
-tests/unit/test_parsing_splice.py compares both over random edits of real files.
+names of the rest of the file; a name bound there no more drops its bare reads elsewhere,
+a new one read elsewhere makes the whole file parse, and a file with type parameters is
+never spliced (`FileFacts.whole_file`). The whole file is parsed too when the new region
+has a syntax error or is most of the file, or when references past the cap would be
+needed that were never kept. The facts are then those of a whole-file parse:
+tests/unit/test_parsing_splice.py and test_parsing_regions.py compare both over random
+and adversarial edits of real files.
 """
 
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,14 +39,18 @@ from typing import TypeVar
 from tree_sitter import Node
 
 from processors.parsing import python
+from processors.parsing.regions import Region, Starts, choose, holds_region, starts_of
 from processors.parsing.reuse import Shelf, common_prefix, common_suffix
-from processors.parsing.tree import MAX_REFERENCES, FileFacts, parse_range
+from processors.parsing.tree import MAX_REFERENCES, FileFacts, parse_ranges
 from stores.records import ImportRecord, ReferenceRecord, SymbolRecord, trusted
 
 MIN_BYTES = 8_000
 """Smaller files are parsed whole: a few milliseconds, not worth their kept copy."""
 MAX_KEPT_BYTES = 64_000_000
 """The source kept between all files (their facts are shared with the index)."""
+
+
+R = TypeVar("R", SymbolRecord, ImportRecord, ReferenceRecord)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +79,7 @@ class _Kept:
     language: str
     content: bytes
     facts: Facts
-    starts: tuple[int, ...]  # byte offsets of the top-level statements that start a line
-    rows: tuple[int, ...]  # and their rows (0-based)
+    starts: Starts
     bindings: Counter[str] | None = None  # of the module-level names, once counted
 
 
@@ -109,8 +113,7 @@ class FactsCache:
         if language not in _LANGUAGES or len(content) < self.min_bytes:
             self._shelf.take(path)
             return
-        starts, rows = _line_starts(root)
-        self._shelf.put(path, _Kept(language, content, facts, starts, rows), len(content))
+        self._shelf.put(path, _Kept(language, content, facts, starts_of(root)), len(content))
 
     def forget(self, path: str) -> None:
         self._shelf.take(path)
@@ -132,35 +135,32 @@ class FactsCache:
 
 def _splice(kept: _Kept, content: bytes) -> _Kept | str:
     """The new kept facts, or why the whole file must be parsed."""
-    old = kept.content
+    old, old_facts = kept.content, kept.facts
     same = common_prefix(old, content)
     if same == len(old) == len(content):
         return kept
     suffix = common_suffix(old, content, min(len(old), len(content)) - same)
     changed_end = len(old) - suffix
-    # The region: from the last statement start before the change (the first statement
-    # may start after some comments or blank lines: then the file's start) to the first
-    # one after it (or the end of the file); lines appended as new statements alone.
-    if same == len(old) and _appended(old, content):
-        first, start, start_row = len(kept.starts), same, old.count(b"\n")
-    else:
-        first = bisect_left(kept.starts, same) - 1
-        start, start_row = (kept.starts[first], kept.rows[first]) if first >= 0 else (0, 0)
-    after = bisect_right(kept.starts, changed_end)
-    end = kept.starts[after] if after < len(kept.starts) else len(old)
+    region = choose(old, content, same, changed_end, kept.starts, old_facts.symbols)
+    if isinstance(region, str):
+        return region
     moved = len(content) - len(old)
-    new_end = end + moved
-    if 4 * (new_end - start) > 3 * len(content):
-        return "region"
-    tree = parse_range(kept.language, content, start, new_end)
-    root = tree.root_node
+    if region.header is None:
+        root = parse_ranges(kept.language, content, [(region.start, region.end + moved)])
+    else:
+        ranges = [region.header, (region.start, region.end + moved)]
+        root = parse_ranges(kept.language, content, ranges)
+        if root.has_error or not holds_region(root, region, content, moved):
+            region = choose(old, content, same, changed_end, kept.starts, old_facts.symbols, False)
+            if isinstance(region, str):
+                return region
+            root = parse_ranges(kept.language, content, [(region.start, region.end + moved)])
     if root.has_error:
         return "syntax"
     splicer = _LANGUAGES[kept.language]
-    old_facts = kept.facts
-    end_row = kept.rows[after] if after < len(kept.starts) else old.count(b"\n") + 1
-    symbols = _cut(old_facts.symbols, _symbol_line, start_row, end_row)
-    imports = _cut(old_facts.imports, _import_line, start_row, end_row)
+    lines = (region.start_row, region.end_row)
+    symbols = _cut(old_facts.symbols, _symbol_line, *lines)
+    imports = _cut(old_facts.imports, _import_line, *lines)
     bound = kept.bindings
     if bound is None:
         bound = splicer.bindings(old_facts.symbols, old_facts.imports)
@@ -171,19 +171,31 @@ def _splice(kept: _Kept, content: bytes) -> _Kept | str:
     if facts.whole_file:
         return "whole_file"
     new_symbols, new_imports = facts.symbols(), facts.imports()
+    new_references = facts.references()
+    if region.header is not None:  # the class header's facts are kept as they were
+        new_symbols, owner = _class_members(new_symbols, region.owner_row + 1)
+        new_imports = _from_row(new_imports, _import_line, region.start_row)
+        new_references = _from_row(new_references, _reference_line, region.start_row)
     now_bound = splicer.bindings(new_symbols, new_imports)
     gone: set[str] = set()  # names no longer bound at module level, read elsewhere
     for name in region_bound.keys() | now_bound.keys():
         was, now = name in bound, name in outside or name in now_bound
-        if was != now and _occurs(name, old, start, end):
+        if was != now and _occurs(name, old, region.start, region.end):
             if now:
                 return "names"  # a bare read elsewhere may now be a reference
             gone.add(name)
-    rows = content.count(b"\n", start, new_end) - old.count(b"\n", start, end)
-    references = _cut(old_facts.references, _reference_line, start_row, end_row)
+    rows = content.count(b"\n", region.start, region.end + moved) - old.count(
+        b"\n", region.start, region.end
+    )
+    before: tuple[SymbolRecord, ...] | None = symbols[0]
+    if region.header is not None:
+        before = _owner_moved(symbols[0], owner, region, rows)
+    if before is None:
+        return "syntax"  # the header read differently: not the class that was
+    references = _cut(old_facts.references, _reference_line, *lines)
     if gone:  # their bare reads elsewhere are references no more
         references = (_unread(references[0], gone), (), _unread(references[2], gone))
-    head = references[0] + facts.references()
+    head = references[0] + new_references
     known = head + references[2]
     if old_facts.references_truncated:
         # The kept references are the first of the old file's: those after the region
@@ -196,35 +208,58 @@ def _splice(kept: _Kept, content: bytes) -> _Kept | str:
     known = known[:MAX_REFERENCES]
     cut = min(len(head), len(known))  # where the references after the region start
     spliced = Facts(
-        symbols[0] + new_symbols + _moved(symbols[2], rows, _symbol_moved),
+        before + new_symbols + _moved(symbols[2], rows, _symbol_moved),
         imports[0] + new_imports + _moved(imports[2], rows, _import_moved),
         known[:cut] + _moved(known[cut:], rows, _reference_moved),
         truncated,
     )
-    region_starts, region_rows = _line_starts(root)
-    return _Kept(
-        kept.language,
-        content,
-        spliced,
-        kept.starts[: max(first, 0)]
-        + region_starts
-        + tuple(s + moved for s in kept.starts[after:]),
-        kept.rows[: max(first, 0)] + region_rows + tuple(r + rows for r in kept.rows[after:]),
-        outside + now_bound,
+    inner = None if region.header is not None else starts_of(root)
+    starts = kept.starts.spliced(region, inner, moved, rows)
+    return _Kept(kept.language, content, spliced, starts, outside + now_bound)
+
+
+def _class_members(
+    symbols: tuple[SymbolRecord, ...], line: int
+) -> tuple[tuple[SymbolRecord, ...], SymbolRecord | None]:
+    """A class region's symbols less the class itself (at ``line``), and the class."""
+    owner = next((s for s in symbols if s.line_start == line and s.parent is None), None)
+    return tuple(s for s in symbols if s is not owner), owner
+
+
+def _from_row(records: tuple[R, ...], line: Callable[[R], int], row: int) -> tuple[R, ...]:
+    return records[bisect_left(records, row + 1, key=line) :]
+
+
+def _owner_moved(
+    before: tuple[SymbolRecord, ...], parsed: SymbolRecord | None, region: Region, rows: int
+) -> tuple[SymbolRecord, ...] | None:
+    """The symbols before a class region with the class's own record brought up to date:
+    its end (moved, or where the region's class ends when the region runs to it), its
+    docstring (the region's, when the region starts with the body's first statement).
+    None when the region's class is not the kept one."""
+    at = next(
+        (
+            i
+            for i in range(len(before) - 1, -1, -1)
+            if before[i].line_start == region.owner_row + 1 and before[i].parent is None
+        ),
+        None,
     )
-
-
-def _line_starts(root: Node) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The byte offsets and rows of the top-level statements that start a line. Not a
-    comment's: one at column 0 does not close a block (tree-sitter may still hang it on
-    the module, between statements indented below it)."""
-    children = root.children
-    points = [child.start_point for child in children]
-    at = [i for i, p in enumerate(points) if p.column == 0 and not children[i].is_extra]
-    return tuple(children[i].start_byte for i in at), tuple(points[i].row for i in at)
-
-
-R = TypeVar("R", SymbolRecord, ImportRecord, ReferenceRecord)
+    if at is None or parsed is None:
+        return None
+    kept = before[at]
+    if (parsed.qualname, parsed.kind, parsed.signature, parsed.bases) != (
+        kept.qualname,
+        kept.kind,
+        kept.signature,
+        kept.bases,
+    ):
+        return None
+    values = dict(kept.__dict__)
+    values["line_end"] = parsed.line_end if region.to_class_end else kept.line_end + rows
+    if region.first_statement:
+        values["doc"] = parsed.doc
+    return (*before[:at], trusted(SymbolRecord, values), *before[at + 1 :])
 
 
 def _cut(
@@ -234,18 +269,6 @@ def _cut(
     i = bisect_left(records, start_row + 1, key=line)
     j = bisect_left(records, end_row + 1, lo=i, key=line)
     return records[:i], records[i:j], records[j:]
-
-
-def _appended(old: bytes, content: bytes) -> bool:
-    """Whether ``content`` is ``old`` (whole lines) with lines added whose first one, past
-    blank ones, starts a statement at column 0: nothing the old last one can take in (a
-    clause such as `else:` would fail to parse on its own)."""
-    if not old.endswith(b"\n"):
-        return False
-    for line in content[len(old) :].split(b"\n"):
-        if line.strip():
-            return line[:1] not in (b" ", b"\t", b"\f", b"#")
-    return True
 
 
 def _unread(

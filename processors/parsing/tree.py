@@ -19,7 +19,7 @@ import tree_sitter_javascript
 import tree_sitter_python
 import tree_sitter_rust
 import tree_sitter_typescript
-from tree_sitter import Language, Node, Parser, Point, Range, Tree
+from tree_sitter import Language, Node, Parser, Point, Range
 
 from stores.records import (
     Alias,
@@ -73,17 +73,20 @@ def parser(name: str) -> Parser:
     return found
 
 
-def parse_range(name: str, content: bytes, start: int, end: int) -> Tree:
-    """``content[start:end]`` parsed on its own, its nodes where they are in ``content``
-    (tree-sitter's included ranges; this thread's second parser, which keeps them)."""
+def parse_ranges(name: str, content: bytes, ranges: list[tuple[int, int]]) -> Node:
+    """The root of the byte ranges of ``content`` (in order) parsed as one text, its nodes
+    where they are in ``content`` (tree-sitter's included ranges; this thread's second
+    parser, which keeps them)."""
     ranged: dict[str, Parser] | None = getattr(_local, "ranged", None)
     if ranged is None:
         ranged = _local.ranged = {}
     found = ranged.get(name)
     if found is None:
         found = ranged[name] = Parser(language(name))
-    found.included_ranges = [Range(point_at(content, start), point_at(content, end), start, end)]
-    return found.parse(content)
+    found.included_ranges = [
+        Range(point_at(content, start), point_at(content, end), start, end) for start, end in ranges
+    ]
+    return found.parse(content).root_node
 
 
 def point_at(content: bytes, offset: int) -> Point:
