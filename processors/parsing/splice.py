@@ -81,6 +81,7 @@ class _Kept:
     facts: Facts
     starts: Starts
     bindings: Counter[str] | None = None  # of the module-level names, once counted
+    in_class: bool = False  # spliced from a region in a class body
 
 
 class FactsCache:
@@ -90,6 +91,7 @@ class FactsCache:
         self._shelf: Shelf[_Kept] = Shelf(max_items=1 << 30, max_bytes=max_bytes)
         self.min_bytes = min_bytes
         self.spliced = 0
+        self.in_class = 0  # of them, from a region in a class body
         self.declined: Counter[str] = Counter()  # why the whole-file parse had to answer
 
     @property
@@ -129,6 +131,7 @@ class FactsCache:
             self.declined[done] += 1
             return None
         self.spliced += 1
+        self.in_class += done.in_class
         self._shelf.put(path, done, len(content))
         return done.facts
 
@@ -215,7 +218,8 @@ def _splice(kept: _Kept, content: bytes) -> _Kept | str:
     )
     inner = None if region.header is not None else starts_of(root)
     starts = kept.starts.spliced(region, inner, moved, rows)
-    return _Kept(kept.language, content, spliced, starts, outside + now_bound)
+    in_class = region.header is not None
+    return _Kept(kept.language, content, spliced, starts, outside + now_bound, in_class)
 
 
 def _class_members(
