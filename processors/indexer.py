@@ -9,6 +9,7 @@ index after a restart or a rebalance. Nothing here touches a broker.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Literal, TypedDict
 
@@ -47,14 +48,15 @@ class Changes(TypedDict, total=False):
 
 
 class RepoIndex:
-    def __init__(self, repo: str, parse: Parser = parse_file) -> None:
+    def __init__(self, repo: str, parse: Parser | None = None) -> None:
         self.state = RepoState(repo)
         self.graph = IncrementalGraph(repo)
-        self._parse = parse
+        # By default the process's kept trees and facts, under this repository's name.
+        self._parse = parse or functools.partial(parse_file, scope=repo)
 
     @classmethod
     def restore(
-        cls, repo: str, deltas: Iterable[GraphDelta], parse: Parser = parse_file
+        cls, repo: str, deltas: Iterable[GraphDelta], parse: Parser | None = None
     ) -> RepoIndex:
         index = cls(repo, parse)
         for delta in deltas:

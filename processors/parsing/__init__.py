@@ -111,10 +111,13 @@ def parse_file(
     *,
     trees: TreeCache = RECENT_TREES,
     kept: FactsCache = RECENT_FACTS,
+    scope: str = "",
 ) -> ParseResult:
     """Parse one file once and extract its facts; never raises. ``trees``: where the
     previous tree of ``path`` may be kept, ``kept``: its previous facts, to splice the
-    new ones from (the result is the same either way)."""
+    new ones from (the result is the same either way); ``scope``: what the path is
+    relative to (the repository), so that files of one path in two repositories keep
+    apart in those caches."""
     language = language_for(path)
     lines = count_lines(content)
     if language is None:
@@ -122,6 +125,7 @@ def parse_file(
     if language in CONFIG_LANGUAGES:
         return _parse_config(language, path, content, lines)
     problems: list[str] = []
+    key = f"{scope}\0{path}" if scope else path
     try:
         content.decode("utf-8")
     except UnicodeDecodeError:
@@ -132,22 +136,22 @@ def parse_file(
         content = content[len(_BOM) :]
     if language in SPLICED:
         try:
-            spliced = kept.splice(path, language, content)
+            spliced = kept.splice(key, language, content)
         except Exception:  # a bug of ours: the whole-file parse still answers
             log.exception("parse_splice_failed", path=path, language=language)
-            kept.forget(path)
+            kept.forget(key)
             spliced = None
         if spliced is not None:
             return _result(path, language, lines, content, spliced, 0, problems)
     try:
-        tree = trees.parse(path, language, content)
+        tree = trees.parse(key, language, content)
     except Exception as exc:  # a tree-sitter failure is a fact about this file
-        trees.forget(path)
-        kept.forget(path)
+        trees.forget(key)
+        kept.forget(key)
         problems.append(f"parser_failed:{type(exc).__name__}")
         return ParseResult(language, lines, (), (), 0, tuple(problems))
     if tree is None:
-        kept.forget(path)
+        kept.forget(key)
         problems.append("parser_failed:NoTree")
         return ParseResult(language, lines, (), (), 0, tuple(problems))
     root = tree.root_node
@@ -167,9 +171,9 @@ def parse_file(
         facts, failed = FileFacts(content, comment_marks), True
         found = Facts((), (), (), False)
     if parse_errors or failed or facts.whole_file:
-        kept.forget(path)
+        kept.forget(key)
     else:
-        kept.keep(path, language, content, root, found)
+        kept.keep(key, language, content, root, found)
     return _result(
         path, language, lines, content, found, parse_errors, problems, facts.package, facts.aliases
     )

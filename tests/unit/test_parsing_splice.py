@@ -253,3 +253,14 @@ def test_small_files_and_other_languages_are_not_kept() -> None:
     assert len(kept) == 0
     parse("big.py", b"x = 1\n" * 20, kept)
     assert len(kept) == 1
+
+
+def test_one_path_in_two_repositories_keeps_two_entries() -> None:
+    kept, trees = FactsCache(min_bytes=0), TreeCache(max_trees=0)
+    first, second = module(HEAD, F, G, H), module(HEAD, CALLS)
+    parse_file("m.py", first, trees=trees, kept=kept, scope="repo-1")
+    parse_file("m.py", second, trees=trees, kept=kept, scope="repo-2")
+    assert len(kept) == 2
+    edited_first = first.replace(b"total = 0", b"total = 1")
+    got = parse_file("m.py", edited_first, trees=trees, kept=kept, scope="repo-1")
+    assert kept.spliced == 1 and got == fresh("m.py", edited_first)
