@@ -62,11 +62,13 @@ def language(name: str) -> Language:
     return Language(_GRAMMARS[name]())
 
 
-def parser(name: str) -> Parser:
-    """This thread's parser for a language."""
-    parsers: dict[str, Parser] | None = getattr(_local, "parsers", None)
+def parser(name: str, kind: str = "parsers") -> Parser:
+    """This thread's parser for a language (``kind="ranged"``: its second one, whose
+    included ranges are set for each parse)."""
+    parsers: dict[str, Parser] | None = getattr(_local, kind, None)
     if parsers is None:
-        parsers = _local.parsers = {}
+        parsers = {}
+        setattr(_local, kind, parsers)
     found = parsers.get(name)
     if found is None:
         found = parsers[name] = Parser(language(name))
@@ -75,14 +77,8 @@ def parser(name: str) -> Parser:
 
 def parse_ranges(name: str, content: bytes, ranges: list[tuple[int, int]]) -> Node:
     """The root of the byte ranges of ``content`` (in order) parsed as one text, its nodes
-    where they are in ``content`` (tree-sitter's included ranges; this thread's second
-    parser, which keeps them)."""
-    ranged: dict[str, Parser] | None = getattr(_local, "ranged", None)
-    if ranged is None:
-        ranged = _local.ranged = {}
-    found = ranged.get(name)
-    if found is None:
-        found = ranged[name] = Parser(language(name))
+    where they are in ``content`` (tree-sitter's included ranges)."""
+    found = parser(name, "ranged")
     found.included_ranges = [
         Range(point_at(content, start), point_at(content, end), start, end) for start, end in ranges
     ]
