@@ -42,12 +42,16 @@ def settle(side: str = "worker") -> tuple[float, int]:
 
 
 class HeapSettler:
-    """A DeltaObserver (processors.pipeline) that settles the heap after a scan's barrier
-    or a restore that brought at least ``threshold`` records."""
+    """A DeltaObserver (processors.pipeline) that settles the heap after a restore that
+    brought at least ``threshold`` records, or at a scan's barrier once the deltas since
+    the last settling changed that many (the scan's files with its barrier: a scan whose
+    files resolve to few edges still brings their nodes and records), as the query
+    service's materializer counts."""
 
     def __init__(self, threshold: int = SETTLE_AFTER_CHANGES) -> None:
         self.threshold = threshold
         self.settled = 0
+        self._unsettled = 0  # records changed since the heap was last settled
 
     async def restored(self, partition: int, states: Sequence[RepoState]) -> None:
         records = sum(len(s.edges) + len(s.nodes) + len(s.files) for s in states)
@@ -55,14 +59,15 @@ class HeapSettler:
             self._settle("restored", records)
 
     def observed(self, deltas: Sequence[GraphDelta]) -> None:
-        records = sum(d.changes for d in deltas if d.barrier == "scan_completed")
-        if records >= self.threshold:
-            self._settle("scan_completed", records)
+        self._unsettled += sum(d.changes for d in deltas)
+        barrier = any(d.barrier == "scan_completed" for d in deltas)
+        if barrier and self._unsettled >= self.threshold:
+            self._settle("scan_completed", self._unsettled)
 
     def forget(self, repos: Iterable[str]) -> None:
         """Nothing to forget: what another worker now owns is freed with its index."""
 
     def _settle(self, after: str, records: int) -> None:
         seconds, frozen = settle()
-        self.settled += 1
+        self.settled, self._unsettled = self.settled + 1, 0
         log.info("heap_settled", after=after, records=records, seconds=seconds, frozen=frozen)

@@ -51,19 +51,26 @@ def scan(files: int) -> list:  # type: ignore[type-arg]
     return [index.handle(e, now=1.0) for e in events]
 
 
-def test_a_scan_barrier_bringing_enough_records_settles_the_heap() -> None:
+def test_a_scan_bringing_enough_records_settles_the_heap_at_its_barrier() -> None:
     deltas = scan(30)
-    barrier = deltas[-1]
-    settler = HeapSettler(threshold=barrier.changes)
+    settler = HeapSettler(threshold=sum(d.changes for d in deltas))
     settler.observed(deltas[:-1])  # the scan's files: no barrier yet
     assert settler.settled == 0 and gc.get_freeze_count() == 0
-    settler.observed(deltas)
+    settler.observed(deltas[-1:])
     assert settler.settled == 1 and gc.get_freeze_count() > 0
 
 
-def test_a_small_barrier_or_other_deltas_leave_the_heap_alone() -> None:
+def test_the_scans_files_count_with_a_barrier_of_few_records() -> None:
+    deltas = scan(30)
+    barrier = deltas[-1]
+    settler = HeapSettler(threshold=barrier.changes + 1)  # more than the barrier alone
+    settler.observed(deltas)
+    assert settler.settled == 1
+
+
+def test_a_small_scan_or_deltas_without_a_barrier_leave_the_heap_alone() -> None:
     deltas = scan(3)
-    settler = HeapSettler(threshold=deltas[-1].changes + 1)
+    settler = HeapSettler(threshold=sum(d.changes for d in deltas) + 100)
     settler.observed(deltas)
     settler.observed([graph_delta("app-1", 9, files_removed=tuple(f"x{i}" for i in range(99)))])
     assert settler.settled == 0 and gc.get_freeze_count() == 0
