@@ -72,7 +72,7 @@ RECENT_TREES = TreeCache()
 from its previous tree (processors/parsing/reuse.py)."""
 RECENT_FACTS = FactsCache()
 """The facts of the large files this process parsed lately: an edit of one re-extracts
-only the top-level statements it touched (processors/parsing/splice.py)."""
+only the statements around it (processors/parsing/splice.py)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ import pytest
 
 from processors.parsing import ParseResult, parse_file
 from processors.parsing.reuse import TreeCache
-from processors.parsing.splice import FactsCache
+from processors.parsing.splice import Facts, FactsCache
 from processors.parsing.tree import MAX_REFERENCES
 from tests.unit.test_parsing_reuse import REAL, edited
 
@@ -264,3 +264,18 @@ def test_one_path_in_two_repositories_keeps_two_entries() -> None:
     edited_first = first.replace(b"total = 0", b"total = 1")
     got = parse_file("m.py", edited_first, trees=trees, kept=kept, scope="repo-1")
     assert kept.spliced == 1 and got == fresh("m.py", edited_first)
+
+
+class BrokenSplice(FactsCache):
+    """A cache whose splice fails, as a bug of ours would."""
+
+    def splice(self, path: str, language: str, content: bytes) -> Facts | None:
+        raise RuntimeError("a bug")
+
+
+def test_a_failing_splice_leaves_the_answer_to_the_whole_file_parse() -> None:
+    kept = BrokenSplice(min_bytes=0)
+    content = module(HEAD, F, G, H)
+    parse("m.py", content, kept)
+    assert len(kept) == 1
+    assert parse("m.py", content + b"x = 1\n", kept) == fresh("m.py", content + b"x = 1\n")
