@@ -10,10 +10,13 @@ it the same way, provided the class header is parsed with them: `Region.header`.
 from its tree), the last statement starting before the change and the first one
 starting after it. Both lie outside the change, so the new contents are cut at the same
 places with the same text around them; the start's first token is unchanged (so is its
-indentation, which decides where a comment above it belongs), and an end inside a class
-is no statement a comment precedes (a comment closing a method would belong to the
-method before a following statement, to the class at the end of a region). Lines
-appended as new statements at column 0 are a region of their own.
+indentation, which decides where a comment above it belongs). Inside a class the cuts
+are the first lines of its members (the methods and nested classes the kept facts
+list) at the body's indentation, and an end is no member a comment precedes (where a
+comment between two members belongs depends on what follows it). A region whose
+statements close the class (one at column 0) is parsed as the module's statements
+instead (`holds_region`). Lines appended as new statements at column 0 are a region of
+their own.
 """
 
 from __future__ import annotations
