@@ -50,13 +50,8 @@ class Starts:
         region's own tree, None when the region lies inside a class)."""
         first, after = max(region.first, 0), region.after
         if inner is None:  # the class holding the region stays where it was
-            first, after = region.first, region.first + 1
-            inner = Starts(
-                self.bytes[first:after],
-                self.rows[first:after],
-                self.bodies[first:after],
-                self.columns[first:after],
-            )
+            first = after = region.first + 1
+            inner = Starts((), (), (), ())
         return Starts(
             self.bytes[:first] + inner.bytes + tuple(b + moved for b in self.bytes[after:]),
             self.rows[:first] + inner.rows + tuple(r + rows for r in self.rows[after:]),

@@ -129,12 +129,11 @@ def test_class_regions_splice_to_the_fresh_facts() -> None:
     # a class without a docstring whose first statement becomes one (its first token,
     # `r`, unchanged): the region starts with the body's first statement
     plain = OLD.replace(b'    """A shape."""\n\n    sides = 3\n', b"    r = 1\n")
-    kept = splices(plain, plain.replace(b"    r = 1\n", b'    r"""Now a shape."""\n'))
+    documented = plain.replace(b"    r = 1\n", b'    r"""Now a shape."""\n')
+    kept = splices(plain, documented)
     assert kept.spliced == 1
-    doc = {
-        s.qualname: s.doc for s in fresh("m.py", plain.replace(b"r = 1", b'r"""Now."""')).symbols
-    }
-    assert doc["Shape"] == "Now."
+    doc = {s.qualname: s.doc for s in fresh("m.py", documented).symbols}
+    assert doc["Shape"] == "Now a shape."  # the spliced version's docstring, as it is
 
 
 def test_a_statement_that_closes_the_class_parses_the_class_whole() -> None:
