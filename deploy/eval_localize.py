@@ -112,8 +112,8 @@ async def index_folder(root: Path, repo: str, dense: DenseIndex | None = None) -
         if isinstance(event, FileChanged) and event.content is not None and not event.skipped:
             whole.add(event.path, event.content.decode("utf-8", errors="replace"))
     snapshot = recluster(FileGraphState.of(index.state), None, ReclusterSettings(), now=0.0)
-    importance = {f.path: f.importance for f in snapshot.files}
-    near = proximity_of(Adjacency.of(index.state), {f.path: f.neighborhood for f in snapshot.files})
+    importance = snapshot.importance()
+    near = proximity_of(Adjacency.of(index.state), snapshot.membership())
     seconds = time.perf_counter() - started
     return Indexed(index.state, retrieval, importance, whole, seconds, near)
 

@@ -31,7 +31,7 @@ log = structlog.get_logger(__name__)
 
 
 def importance_of(snapshot: NeighborhoodSnapshot | None) -> dict[str, float]:
-    return {} if snapshot is None else {f.path: f.importance for f in snapshot.files}
+    return {} if snapshot is None else snapshot.importance()
 
 
 class EmbeddingStream:

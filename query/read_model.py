@@ -113,7 +113,7 @@ class ReadModel:
         view.neighborhoods = snapshot
         view.churn.apply_snapshot(snapshot)
         if self.dense is not None:
-            self.dense.prioritize(snapshot.repo, {f.path: f.importance for f in snapshot.files})
+            self.dense.prioritize(snapshot.repo, snapshot.importance())
         for change in snapshot.changes:
             view.changes.append(
                 StampedChange(

@@ -51,12 +51,12 @@ def chunks_by_path(view: RepoView) -> dict[str, Sequence[ChunkRecord]]:
 
 def importance_of(view: RepoView) -> Mapping[str, float]:
     snapshot = view.neighborhoods
-    return {f.path: f.importance for f in snapshot.files} if snapshot else {}
+    return snapshot.importance() if snapshot else {}
 
 
 def neighborhood_of(view: RepoView) -> Mapping[str, str]:
     snapshot = view.neighborhoods
-    return {f.path: f.neighborhood for f in snapshot.files} if snapshot else {}
+    return snapshot.membership() if snapshot else {}
 
 
 SESSION = Query(None, max_length=200, description="an id: recent answers lift its files")

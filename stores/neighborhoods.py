@@ -117,6 +117,14 @@ class NeighborhoodSnapshot(Record):
     links: tuple[NeighborhoodLink, ...]
     changes: tuple[NeighborhoodChangeRecord, ...] = ()
 
+    def importance(self) -> dict[str, float]:
+        """Each file's importance, by path."""
+        return {f.path: f.importance for f in self.files}
+
+    def membership(self) -> dict[str, str]:
+        """Each file's neighborhood id, by path."""
+        return {f.path: f.neighborhood for f in self.files}
+
 
 _SNAPSHOT = TypeAdapter(NeighborhoodSnapshot)
 

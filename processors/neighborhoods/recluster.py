@@ -38,7 +38,7 @@ class ReclusterSettings:
 
 def previous_partition(snapshot: NeighborhoodSnapshot) -> Partition:
     return Partition(
-        {f.path: f.neighborhood for f in snapshot.files},
+        snapshot.membership(),
         {n.id: n.kind for n in snapshot.neighborhoods},
     )
 

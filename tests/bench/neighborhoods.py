@@ -65,12 +65,8 @@ def package_of(path: str) -> str:
     return parts[1] if len(parts) > 2 else "(root)"
 
 
-def assignment(snapshot: NeighborhoodSnapshot) -> dict[str, str]:
-    return {f.path: f.neighborhood for f in snapshot.files}
-
-
 def kept_share(before: NeighborhoodSnapshot, after: NeighborhoodSnapshot) -> float:
-    old, new = assignment(before), assignment(after)
+    old, new = before.membership(), after.membership()
     common = old.keys() & new.keys()
     return sum(old[p] == new[p] for p in common) / len(common) if common else 1.0
 
@@ -112,7 +108,7 @@ def bench_corpus(name: str, edits: int) -> dict[str, Any]:
             "singleton_share": sizes.get(1, 0) / len(graph.files),
             "modularity": cold.modularity,
             "packages": len(set(packages.values())),
-            "nmi_packages": nmi(assignment(cold), packages),
+            "nmi_packages": nmi(cold.membership(), packages),
         },
     }
     progress(f"cold recluster {cold_ms:.0f} ms, NMI {result['cold']['nmi_packages']:.3f}")

@@ -217,7 +217,7 @@ async def test_a_published_snapshot_orders_the_batches_by_importance() -> None:
     await scanned(worker, stamp)
     await worker.publish_neighborhoods()
     (snapshot,) = worker.published.snapshots
-    importance = {f.path: f.importance for f in snapshot.files}
+    importance = snapshot.importance()
     expected = by_importance(importance, chunks_of(worker.state()))
     assert expected[0] == ["pkg_b/b1.py#g1", "pkg_b/b1.py#module:1"]  # the most depended upon
     assert expected != [sorted(chunks_of(worker.state()))[i : i + 2] for i in range(0, 12, 2)]
@@ -238,7 +238,7 @@ async def test_a_restored_repository_is_ordered_by_its_last_snapshot() -> None:
 
     restarted = Worker(log, snapshots, store)
     await restarted.send(stamp.changed("pkg_a/a2.py", FILES["pkg_a/a2.py"] + "# edit\n"))
-    importance = {f.path: f.importance for f in snapshot.files}
+    importance = snapshot.importance()
     assert drain(restarted.fill) == by_importance(importance, chunks_of(restarted.state()))
 
 

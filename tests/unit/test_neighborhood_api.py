@@ -131,3 +131,16 @@ def test_hubs_importance_folders_and_overview(indexed) -> None:
         : len(overview["languages"])
     ]
     assert overview["importance"][0]["path"] == ranked["items"][0]["path"]
+
+
+def test_a_snapshot_maps_each_file_to_its_neighborhood_and_importance(indexed) -> None:
+    model, index, _ = indexed
+    snapshot = clustered(model, index)
+    membership, importance = snapshot.membership(), snapshot.importance()
+    assert set(membership) == set(importance) == {f.path for f in snapshot.files}
+    assert set(membership.values()) <= {n.id for n in snapshot.neighborhoods}
+    for standing in snapshot.files:
+        assert (membership[standing.path], importance[standing.path]) == (
+            standing.neighborhood,
+            standing.importance,
+        )
