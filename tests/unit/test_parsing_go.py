@@ -2,18 +2,10 @@
 
 from __future__ import annotations
 
-import random
-from textwrap import dedent
-
 from processors.parsing import ParseResult, parse_file
 from processors.parsing.tree import MAX_REFERENCES
-from stores.records import (
-    ImportRecord,
-    ReferenceKind,
-    ReferenceRecord,
-    SymbolKind,
-    SymbolRecord,
-)
+from stores.records import ImportRecord
+from tests.unit.parsing_records import Symbols, cuts, parsed, ref
 
 SHAPES = """
     // Package shapes draws.
@@ -76,39 +68,11 @@ SHAPES = """
 
 
 def parse(source: str) -> ParseResult:
-    return parse_file("shapes/shapes.go", dedent(source).lstrip("\n").encode())
+    return parsed("shapes/shapes.go", source)
 
 
-def symbol(
-    qualname: str,
-    kind: SymbolKind,
-    lines: tuple[int, int],
-    signature: str,
-    doc: str | None = None,
-    *,
-    bases: tuple[str, ...] = (),
-) -> SymbolRecord:
-    parent, _, name = qualname.rpartition(".")
-    return SymbolRecord(
-        name=name,
-        qualname=qualname,
-        kind=kind,
-        line_start=lines[0],
-        line_end=lines[1],
-        signature=signature,
-        parent=parent or None,
-        doc=doc,
-        bases=bases,
-        exported=name[0].isupper(),
-    )
-
-
-def ref(
-    kind: ReferenceKind, name: str, qualifier: str | None, at: tuple[int, int], scope: str | None
-) -> ReferenceRecord:
-    return ReferenceRecord(
-        name=name, qualifier=qualifier, kind=kind, line=at[0], column=at[1], scope=scope
-    )
+# Go exports a capitalized name.
+symbol = Symbols(exported=lambda name, signature: name[0].isupper())
 
 
 def test_package_and_symbols_with_parents_signatures_docs_and_embeddings() -> None:
@@ -298,11 +262,7 @@ def test_references_over_the_cap_keep_the_first_in_source_order() -> None:
 
 
 def test_any_cut_of_a_valid_file_still_extracts() -> None:
-    source = dedent(SHAPES).lstrip("\n").encode()
-    rng = random.Random(20240601)
-    for _ in range(60):
-        start = rng.randrange(len(source))
-        cut = source[:start] + source[start + rng.randrange(1, 80) :]
+    for cut in cuts(SHAPES):
         result = parse_file("cut.go", cut)
         assert not any(p.startswith("extract_failed") for p in result.problems)
         assert all(1 <= s.line_start <= s.line_end for s in result.symbols)

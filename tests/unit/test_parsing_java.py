@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
-import random
-from textwrap import dedent
-
 from processors.parsing import ParseResult, parse_file
-from stores.records import (
-    ImportRecord,
-    ReferenceKind,
-    ReferenceRecord,
-    SymbolKind,
-    SymbolRecord,
-)
+from stores.records import ImportRecord
+from tests.unit.parsing_records import Symbols, cuts, parsed, ref
 
 SHAPE = """
     /* Copyright: not a doc. */
@@ -63,42 +55,11 @@ SHAPE = """
 
 
 def parse(source: str) -> ParseResult:
-    return parse_file("src/com/acme/shapes/Shape.java", dedent(source).lstrip("\n").encode())
+    return parsed("src/com/acme/shapes/Shape.java", source)
 
 
-def symbol(
-    qualname: str,
-    kind: SymbolKind,
-    lines: tuple[int, int],
-    signature: str,
-    doc: str | None = None,
-    *,
-    exported: bool = False,
-    bases: tuple[str, ...] = (),
-    implements: tuple[str, ...] = (),
-) -> SymbolRecord:
-    parent, _, name = qualname.rpartition(".")
-    return SymbolRecord(
-        name=name,
-        qualname=qualname,
-        kind=kind,
-        line_start=lines[0],
-        line_end=lines[1],
-        signature=signature,
-        parent=parent or None,
-        doc=doc,
-        bases=bases,
-        implements=implements,
-        exported=exported,
-    )
-
-
-def ref(
-    kind: ReferenceKind, name: str, qualifier: str | None, at: tuple[int, int], scope: str | None
-) -> ReferenceRecord:
-    return ReferenceRecord(
-        name=name, qualifier=qualifier, kind=kind, line=at[0], column=at[1], scope=scope
-    )
+# Not exported unless a test says so.
+symbol = Symbols(exported=lambda name, signature: False)
 
 
 def test_package_types_members_and_static_fields() -> None:
@@ -280,11 +241,7 @@ def test_syntax_errors_keep_what_tree_sitter_recovered() -> None:
 
 
 def test_any_cut_of_a_valid_file_still_extracts() -> None:
-    source = dedent(SHAPE).lstrip("\n").encode()
-    rng = random.Random(20240601)
-    for _ in range(60):
-        start = rng.randrange(len(source))
-        cut = source[:start] + source[start + rng.randrange(1, 80) :]
+    for cut in cuts(SHAPE):
         result = parse_file("Cut.java", cut)
         assert not any(p.startswith("extract_failed") for p in result.problems)
         assert all(1 <= s.line_start <= s.line_end for s in result.symbols)

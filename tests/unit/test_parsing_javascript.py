@@ -2,57 +2,11 @@
 
 from __future__ import annotations
 
-from textwrap import dedent
+from tests.unit.parsing_records import Symbols, imported, references
+from tests.unit.parsing_records import parsed as parse
 
-from processors.parsing import ParseResult, parse_file
-from stores.records import ImportRecord, SymbolKind, SymbolRecord
-
-
-def parse(path: str, source: str) -> ParseResult:
-    return parse_file(path, dedent(source).lstrip("\n").encode())
-
-
-def symbol(
-    qualname: str,
-    kind: SymbolKind,
-    lines: tuple[int, int],
-    signature: str,
-    doc: str | None = None,
-    *,
-    name: str | None = None,
-    exported: bool = False,
-    bases: tuple[str, ...] = (),
-    implements: tuple[str, ...] = (),
-) -> SymbolRecord:
-    """The name is the qualname's last part unless given (`namespace A.B` is named "A.B").
-    Not exported unless said: only `export` exports in JavaScript."""
-    name = name or qualname.rpartition(".")[2]
-    return SymbolRecord(
-        name=name,
-        qualname=qualname,
-        kind=kind,
-        line_start=lines[0],
-        line_end=lines[1],
-        signature=signature,
-        parent=qualname[: -len(name) - 1] or None,
-        doc=doc,
-        bases=bases,
-        implements=implements,
-        exported=exported,
-    )
-
-
-def imported(
-    module: str,
-    names: tuple[str, ...],
-    line: int,
-    *,
-    alias: str | None = None,
-    local_names: tuple[str, ...] = (),
-) -> ImportRecord:
-    return ImportRecord(
-        module=module, names=names, level=0, line=line, alias=alias, local_names=local_names
-    )
+# Not exported unless a test says so: only `export` exports in JavaScript.
+symbol = Symbols(exported=lambda name, signature: False)
 
 
 def test_functions_classes_methods_and_module_variables() -> None:
@@ -365,10 +319,6 @@ def test_jsx_files_use_the_javascript_grammar() -> None:
     assert result.symbols == (
         symbol("Hello", "FUNCTION", (1, 1), "export const Hello = ({ name }) =>", exported=True),
     )
-
-
-def references(result: ParseResult) -> list[tuple[str, str, str | None, int, int, str | None]]:
-    return [(r.kind, r.name, r.qualifier, r.line, r.column, r.scope) for r in result.references]
 
 
 def test_references_of_javascript_and_jsx() -> None:

@@ -3,54 +3,18 @@
 from __future__ import annotations
 
 import random
-from textwrap import dedent
 
-from processors.parsing import ParseResult, parse_file
+from processors.parsing import ParseResult
 from processors.parsing.python_refs import Spans
-from stores.records import ImportRecord, SymbolKind, SymbolRecord
+from tests.unit.parsing_records import Symbols, imported, parsed, references
 
 
 def parse(source: str) -> ParseResult:
-    return parse_file("pkg/mod.py", dedent(source).lstrip("\n").encode())
+    return parsed("pkg/mod.py", source)
 
 
-def symbol(
-    qualname: str,
-    kind: SymbolKind,
-    lines: tuple[int, int],
-    signature: str,
-    doc: str | None = None,
-    *,
-    bases: tuple[str, ...] = (),
-    exported: bool = True,
-) -> SymbolRecord:
-    parent, _, name = qualname.rpartition(".")
-    return SymbolRecord(
-        name=name,
-        qualname=qualname,
-        kind=kind,
-        line_start=lines[0],
-        line_end=lines[1],
-        signature=signature,
-        parent=parent or None,
-        doc=doc,
-        bases=bases,
-        exported=exported,
-    )
-
-
-def imported(
-    module: str,
-    names: tuple[str, ...],
-    line: int,
-    level: int = 0,
-    *,
-    alias: str | None = None,
-    local_names: tuple[str, ...] = (),
-) -> ImportRecord:
-    return ImportRecord(
-        module=module, names=names, level=level, line=line, alias=alias, local_names=local_names
-    )
+# Exported unless a test says otherwise.
+symbol = Symbols(exported=lambda name, signature: True)
 
 
 def test_classes_methods_and_nested_functions_with_their_parents() -> None:
@@ -247,10 +211,6 @@ def test_long_signatures_are_capped_with_an_ellipsis() -> None:
     assert len(only.signature) == 200
     assert only.signature.startswith("def wide(p0: int = 0, p1: int = 1")
     assert only.signature.endswith("…")
-
-
-def references(result: ParseResult) -> list[tuple[str, str, str | None, int, int, str | None]]:
-    return [(r.kind, r.name, r.qualifier, r.line, r.column, r.scope) for r in result.references]
 
 
 def test_references_are_calls_types_and_reads_of_module_level_names() -> None:

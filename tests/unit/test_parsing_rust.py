@@ -2,60 +2,16 @@
 
 from __future__ import annotations
 
-from textwrap import dedent
-
-from processors.parsing import ParseResult, parse_file
-from stores.records import ImportRecord, SymbolKind, SymbolRecord
+from processors.parsing import ParseResult
+from tests.unit.parsing_records import Symbols, imported, parsed, references
 
 
 def parse(source: str) -> ParseResult:
-    return parse_file("src/lib.rs", dedent(source).lstrip("\n").encode())
+    return parsed("src/lib.rs", source)
 
 
-def symbol(
-    qualname: str,
-    kind: SymbolKind,
-    lines: tuple[int, int],
-    signature: str,
-    *,
-    doc: str | None = None,
-    bases: tuple[str, ...] = (),
-    implements: tuple[str, ...] = (),
-    exported: bool | None = None,
-) -> SymbolRecord:
-    """The parent is the qualname's prefix; exported, unless given, is a leading `pub`."""
-    name = qualname.rpartition(".")[2]
-    return SymbolRecord(
-        name=name,
-        qualname=qualname,
-        kind=kind,
-        line_start=lines[0],
-        line_end=lines[1],
-        signature=signature,
-        parent=qualname[: -len(name) - 1] or None,
-        doc=doc,
-        bases=bases,
-        implements=implements,
-        exported=signature.startswith("pub") if exported is None else exported,
-    )
-
-
-def imported(
-    module: str,
-    names: tuple[str, ...],
-    line: int,
-    alias: str | None = None,
-    local_names: tuple[str, ...] = (),
-) -> ImportRecord:
-    return ImportRecord(module=module, names=names, line=line, alias=alias, local_names=local_names)
-
-
-Reference = tuple[str, str, str | None, int, int, str | None]
-
-
-def references(result: ParseResult) -> list[Reference]:
-    """(kind, name, qualifier, line, column, scope) of each reference, in source order."""
-    return [(r.kind, r.name, r.qualifier, r.line, r.column, r.scope) for r in result.references]
+# Exported, unless a test says, when the signature starts with `pub`.
+symbol = Symbols(exported=lambda name, signature: signature.startswith("pub"))
 
 
 def test_items_with_kinds_parents_signatures_and_visibility() -> None:
