@@ -81,7 +81,7 @@ RECLUSTER_FAILURES = Counter(
 )
 HEAP_SETTLED = Counter(
     "gazetteer_heap_settled_total",
-    "Times the heap was collected and frozen after a large scan or restore.",
+    "Times the heap was frozen (gc.freeze, no collection) after a large scan or restore.",
     ["side"],  # worker | query
 )
 

@@ -117,23 +117,26 @@ G = "def g(b: Any):\n    total = 0\n    for x in b:\n        total += x\n    ret
 H = "class H:\n    def m(self):\n        return g(f(LIMIT))\n"
 
 
-def test_a_body_edit_reextracts_one_statement_and_keeps_the_others_records() -> None:
+def g_edited(new_g: str) -> tuple[ParseResult, ParseResult]:
+    """The module's facts, then those of the module with ``new_g`` for G: spliced, and
+    equal to a whole-file parse."""
     kept = FactsCache(min_bytes=0)
     before = parse("m.py", module(HEAD, F, G, H), kept)
-    edited_g = G.replace("total = 0", "total = 1")
-    after = parse("m.py", module(HEAD, F, edited_g, H), kept)
-    assert kept.spliced == 1 and after == fresh("m.py", module(HEAD, F, edited_g, H))
+    after = parse("m.py", module(HEAD, F, new_g, H), kept)
+    assert kept.spliced == 1 and after == fresh("m.py", module(HEAD, F, new_g, H))
+    return before, after
+
+
+def test_a_body_edit_reextracts_one_statement_and_keeps_the_others_records() -> None:
+    before, after = g_edited(G.replace("total = 0", "total = 1"))
     # H's records are carried over as they were: same objects, not rebuilt.
     assert after.symbols[-1] is before.symbols[-1]
     assert after.references[-1] is before.references[-1]
 
 
 def test_lines_gained_move_what_follows() -> None:
-    kept = FactsCache(min_bytes=0)
-    before = parse("m.py", module(HEAD, F, G, H), kept)
     longer = G.replace("    total = 0\n", "    total = 0\n    seen = []\n    seen.append(b)\n")
-    after = parse("m.py", module(HEAD, F, longer, H), kept)
-    assert kept.spliced == 1 and after == fresh("m.py", module(HEAD, F, longer, H))
+    before, after = g_edited(longer)
     method = {s.qualname: s for s in after.symbols}["H.m"]
     was = {s.qualname: s for s in before.symbols}["H.m"]
     assert (method.line_start, method.line_end) == (was.line_start + 2, was.line_end + 2)
