@@ -6,8 +6,10 @@ group, so a Ctrl-C in the terminal does not reach it directly: the owner stops i
 (`BrokerProcess.stop`, from an ``async with`` exit or a ``finally``), and an
 ``atexit`` hook stops whatever is still running when the interpreter exits
 (SIGTERM, then SIGKILL after the grace period). A ``kill -9`` of the Python
-process leaves the broker running; nothing in user space can prevent that
-portably.
+process would leave the broker running: on Linux, a broker spawned from the main
+thread gets SIGKILL from the kernel when its parent dies (``PR_SET_PDEATHSIG``,
+deploy/child_process.py; from another thread it would fire when that thread ends,
+so there it is not set). Elsewhere nothing in user space prevents that portably.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +33,8 @@ import structlog
 from aiokafka import AIOKafkaClient
 from aiokafka.errors import KafkaError
 from aiokafka.protocol.metadata import MetadataRequest
+
+from deploy.child_process import die_with_parent
 
 LOOPBACK = "127.0.0.1"
 
@@ -93,6 +98,7 @@ class BrokerProcess:
     def spawn(self) -> None:
         # A log file, not a pipe: nobody reads a pipe while the broker runs, and a
         # full pipe would block the broker.
+        in_main_thread = threading.current_thread() is threading.main_thread()
         with self.log_path.open("ab") as log:
             self._popen = subprocess.Popen(
                 self.argv,
@@ -101,6 +107,7 @@ class BrokerProcess:
                 stderr=subprocess.STDOUT,
                 cwd=self._cwd,
                 start_new_session=True,
+                preexec_fn=die_with_parent(signal.SIGKILL, os.getpid()) if in_main_thread else None,
             )
         _LIVE.add(self)
 
@@ -152,6 +159,11 @@ class BrokerProcess:
                 await asyncio.sleep(0.05)
         _LIVE.discard(self)
         return self._popen.returncode
+
+    def kill_now(self) -> None:
+        """SIGKILL, waiting for nothing (a second Ctrl-C)."""
+        if self._popen is not None and self._popen.poll() is None:
+            self._signal(signal.SIGKILL)
 
     def stop_now(self, grace: float = 5.0) -> None:
         """The blocking `stop`, for atexit and other places without an event loop."""
@@ -233,6 +245,15 @@ class LaunchedBroker:
     @property
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
+
+    @property
+    def running(self) -> bool:
+        """False once the broker process has exited (or before it started)."""
+        return self._process is not None and self._process.running
+
+    def kill_now(self) -> None:
+        if self._process is not None:
+            self._process.kill_now()
 
     async def start(self) -> None:
         raise NotImplementedError

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+# First, before anything slow: a Ctrl-C while the rest imports (2-4 s) is remembered.
+from deploy import ctrl_c  # isort: split
+
 import argparse
 import asyncio
 import atexit
@@ -15,8 +18,10 @@ from pathlib import Path
 
 import structlog
 from aiokafka.errors import KafkaConnectionError
+from prometheus_client import REGISTRY
 
 from deploy import eval_cli, query_cli, ranking_cli
+from deploy.child_process import watch_parent
 from deploy.dense_setup import DenseSetupError, check_dense_settings
 from deploy.embedded_broker import EmbeddedBroker
 from deploy.logging_setup import configure_logging
@@ -29,7 +34,10 @@ from deploy.runtime import (
     run_worker,
 )
 from deploy.settings import Settings
+from deploy.supervisor import GaveUpError
+from deploy.up import announcement, inherited_socket, run_up
 from query.mcp_tools import serve_stdio
+from query.metrics import Peer, PeerCollector
 from query.read_model import ReadModel
 
 log = structlog.get_logger("gazetteer")
@@ -40,6 +48,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--broker", help="embedded (default) or kafka://host:port")
     parser.add_argument("--log-format", choices=("console", "json"))
     parser.add_argument("--log-level")
+    # Hidden: how `up` starts its parts (deploy/up.py). The pid of the supervisor, which
+    # the part outlives by no more than a stop (deploy/child_process.py); and a port on
+    # loopback for a part's metrics, which the query part's /metrics shows.
+    parser.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--metrics-loopback-port", type=int, help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="index and follow repositories; serve queries")
     up.add_argument("paths", nargs="+", type=Path)
@@ -51,6 +64,11 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run one query service replica (needs --broker)")
     serve.add_argument("--port", type=int)
     serve.add_argument("--host")
+    # Hidden, for `up`: serve on the socket it bound, log its progress lines, and show
+    # the metrics of the other parts (PART=URL).
+    serve.add_argument("--listen-fd", type=int, help=argparse.SUPPRESS)
+    serve.add_argument("--progress", action="store_true", help=argparse.SUPPRESS)
+    serve.add_argument("--metrics-peer", action="append", default=[], help=argparse.SUPPRESS)
     sub.add_parser("broker", help="run the embedded broker alone and print its address")
     eval_cli.add_parser(sub)
     ranking_cli.add_parser(sub)
@@ -70,6 +88,9 @@ def _settings(args: argparse.Namespace) -> Settings:
         }.items()
         if value is not None
     }
+    if getattr(args, "metrics_loopback_port", None) is not None:
+        # A part under `up`: its metrics on loopback only; /metrics faces the network.
+        overrides.update(metrics_port=args.metrics_loopback_port, host="127.0.0.1")
     return Settings(**overrides)  # type: ignore[arg-type]
 
 
@@ -94,8 +115,17 @@ async def _cluster(settings: Settings) -> AsyncIterator[Cluster]:
         yield await connect(settings, broker.bootstrap)
 
 
-def _stop_on_signals(stop: asyncio.Event) -> None:
+_PARENT_WATCH: set[asyncio.Task[None]] = set()
+
+
+def _stop_on_signals(stop: asyncio.Event, parent_pid: int | None = None) -> None:
+    """The first SIGINT/SIGTERM sets ``stop``, a second exits at once. With a
+    ``parent_pid`` (a part under `up`), the parent's death sets ``stop`` too."""
     loop = asyncio.get_running_loop()
+    if parent_pid is not None:
+        watching = loop.create_task(watch_parent(parent_pid, stop), name="parent-watch")
+        _PARENT_WATCH.add(watching)
+        watching.add_done_callback(_PARENT_WATCH.discard)
 
     def request_stop() -> None:
         if stop.is_set():  # a second Ctrl-C: the user means it
@@ -134,30 +164,18 @@ async def _supervise(stop: asyncio.Event, parts: Sequence[Awaitable[None]]) -> N
             log.error("part_failed", error=repr(result))
 
 
-async def _up(settings: Settings, roots: list[Path]) -> None:
+async def _up(settings: Settings, roots: list[Path]) -> int:
+    """The supervisor of `deploy.up`: 0 after a requested stop, 1 if a part kept crashing."""
     stop = asyncio.Event()
     _stop_on_signals(stop)
-    async with _cluster(settings) as cluster:
-        model = ReadModel()
-        caught_up = asyncio.Event()
-
-        async def sources() -> None:
-            # The read side knows each repository's last indexed commit (with a durable
-            # broker): a restart then reconciles with a git diff instead of a full scan.
-            await caught_up.wait()
-            await run_sources(settings, cluster, roots, stop, since=_indexed_commit(model))
-
-        await _supervise(
-            stop,
-            [
-                run_worker(settings, cluster, stop),
-                run_query(
-                    settings, cluster, stop, model=model, on_listening=_announce, ready=caught_up
-                ),
-                sources(),
-                report_progress(model, stop),
-            ],
-        )
+    if ctrl_c.requested():
+        stop.set()
+    try:
+        await run_up(settings, roots, stop)
+    except GaveUpError as error:
+        print(f"gazetteer up: {error}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _indexed_commit(model: ReadModel) -> Callable[[str], str | None]:
@@ -168,9 +186,9 @@ def _indexed_commit(model: ReadModel) -> Callable[[str], str | None]:
     return since
 
 
-async def _watch(settings: Settings, roots: list[Path]) -> None:
+async def _watch(settings: Settings, roots: list[Path], parent_pid: int | None) -> None:
     stop = asyncio.Event()
-    _stop_on_signals(stop)
+    _stop_on_signals(stop, parent_pid)
     async with _cluster(settings) as cluster:
         # Learn the last indexed commit of each repository from the materialized state,
         # so that a restart reconciles with a git diff instead of a full scan.
@@ -193,26 +211,44 @@ async def _watch(settings: Settings, roots: list[Path]) -> None:
 
         await read_state()
         await _supervise(
-            stop, [run_sources(settings, cluster, roots, stop, since=_indexed_commit(model))]
+            stop,
+            [
+                run_sources(
+                    settings,
+                    cluster,
+                    roots,
+                    stop,
+                    since=_indexed_commit(model),
+                    known_epoch=model.known_epoch,  # each session claims one more (issue 15)
+                )
+            ],
         )
 
 
-async def _worker(settings: Settings) -> None:
+async def _worker(settings: Settings, parent_pid: int | None) -> None:
     stop = asyncio.Event()
-    _stop_on_signals(stop)
+    _stop_on_signals(stop, parent_pid)
     async with _cluster(settings) as cluster:
         await _supervise(stop, [run_worker(settings, cluster, stop)])
 
 
-async def _serve(settings: Settings) -> None:
+async def _serve(settings: Settings, args: argparse.Namespace) -> None:
     stop = asyncio.Event()
-    _stop_on_signals(stop)
+    _stop_on_signals(stop, args.parent_pid)
+    if args.metrics_peer:
+        peers = [Peer(*spec.split("=", 1)) for spec in args.metrics_peer]
+        REGISTRY.register(PeerCollector(peers))
     async with _cluster(settings) as cluster:
-        await _supervise(stop, [run_query(settings, cluster, stop, on_listening=_announce)])
+        model = ReadModel()
+        sock = inherited_socket(args.listen_fd) if args.listen_fd is not None else None
+        query = run_query(
+            settings, cluster, stop, model=model, on_listening=_announce, listening=sock
+        )
+        await _supervise(stop, [query, *([report_progress(model, stop)] if args.progress else [])])
 
 
 def _announce(url: str) -> None:
-    print(f"Gazetteer is serving {url}  (OpenAPI: {url}/docs; Ctrl-C stops)", flush=True)
+    print(announcement(url), flush=True)
 
 
 async def _broker(settings: Settings) -> None:
@@ -227,6 +263,10 @@ GC_THRESHOLDS = (50_000, 20, 100)
 """The graph of a large repository is millions of small objects; with the default
 thresholds the collector took a third of a django graph build (1.5 of 5.7 s) and
 paused a single sympy edit for 2.3 s (tests/bench/graph_build.py)."""
+
+
+SERVICES = frozenset({"up", "worker", "watch", "serve", "broker"})
+"""The commands that run until stopped: their Ctrl-C is a requested stop (exit 0)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -244,15 +284,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         except DenseSetupError as exc:
             print(f"gazetteer {args.command}: {exc}", file=sys.stderr)
             return 2
+    if args.command in SERVICES and ctrl_c.requested():
+        return 0  # Ctrl-C while importing: nothing was started, nothing to stop
+    if args.command not in SERVICES:
+        ctrl_c.restore()
     try:
         if args.command == "up":
-            asyncio.run(_up(settings, _check_paths(args.paths)))
+            return asyncio.run(_up(settings, _check_paths(args.paths)))
         elif args.command == "watch":
-            asyncio.run(_watch(settings, _check_paths(args.paths)))
+            asyncio.run(_watch(settings, _check_paths(args.paths), args.parent_pid))
         elif args.command == "worker":
-            asyncio.run(_worker(settings))
+            asyncio.run(_worker(settings, args.parent_pid))
         elif args.command == "serve":
-            asyncio.run(_serve(settings))
+            asyncio.run(_serve(settings, args))
         elif args.command == "broker":
             asyncio.run(_broker(settings))
         elif args.command == "eval":

@@ -15,6 +15,7 @@ asking the broker.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.resources
 import os
 import shutil
@@ -79,8 +80,12 @@ class EmbeddedBroker(LaunchedBroker):
         startup_timeout: float = 15.0,
         stop_grace: float = 5.0,
         cache_dir: Path = DEFAULT_CACHE_DIR,
+        port: int | None = None,
     ) -> None:
+        """``port``: listen there (a restart keeps its clients' bootstrap address), else
+        on a free port chosen at each start."""
         self._binary = binary
+        self._fixed_port = port
         # Unique per instance: readiness checks that the answer comes from *this* broker.
         self._cluster_id = cluster_id or f"gazetteer-{uuid.uuid4().hex[:12]}"
         self._startup_timeout = startup_timeout
@@ -95,7 +100,7 @@ class EmbeddedBroker(LaunchedBroker):
         # Another launcher may take the free port between our probe and Tansu's
         # bind (one more try covers that race; a second loss is a real problem).
         for attempt in (1, 2):
-            port = free_port()
+            port = self._fixed_port or free_port()
             self._workdir = Path(tempfile.mkdtemp(prefix="gazetteer-tansu-"))
             listener = f"tcp://{LOOPBACK}:{port}"
             process = BrokerProcess(
@@ -120,8 +125,10 @@ class EmbeddedBroker(LaunchedBroker):
                 )
             except BaseException as error:
                 await process.stop(self._stop_grace)
+                shutil.rmtree(self._workdir, ignore_errors=True)
                 if attempt == 1 and isinstance(error, PortTakenError):
-                    shutil.rmtree(self._workdir, ignore_errors=True)
+                    if self._fixed_port:  # the dead broker's port, not freed yet
+                        await asyncio.sleep(0.5)
                     continue
                 raise
             break
@@ -133,3 +140,13 @@ class EmbeddedBroker(LaunchedBroker):
             pid=process.pid,
             startup_ms=round((time.monotonic() - started) * 1000),
         )
+
+    async def restart(self) -> None:
+        """Start again on the same port (after the process died): the clients' bootstrap
+        address stays valid, and they find an empty broker (its storage is memory)."""
+        port = self._port
+        await self.stop()
+        self._fixed_port = port
+        # A new cluster id: the clients (deploy/broker_watch.py) see a new broker.
+        self._cluster_id = f"gazetteer-{uuid.uuid4().hex[:12]}"
+        await self.start()

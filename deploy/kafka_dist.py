@@ -181,7 +181,14 @@ class ApacheKafka(LaunchedBroker):
         extra_properties: Mapping[str, str] | None = None,
         startup_timeout: float = 60.0,
         stop_grace: float = 15.0,
+        port: int | None = None,
+        cluster_id: str | None = None,
     ) -> None:
+        """``port``: the broker listens there (a restart where clients look for it);
+        ``cluster_id``: format the new, empty storage with this id (as an operator
+        reformatting a node would) instead of a random one."""
+        self._fixed_port = port
+        self._cluster_id = cluster_id
         self._partitions = partitions
         self._heap = heap
         self._java = java
@@ -201,7 +208,7 @@ class ApacheKafka(LaunchedBroker):
             try:
                 await self._start_once(classpath)
             except PortTakenError:
-                if attempt == 2:
+                if attempt == 2 or self._fixed_port:
                     raise
                 continue
             break
@@ -216,7 +223,7 @@ class ApacheKafka(LaunchedBroker):
 
     async def _start_once(self, classpath: list[Path]) -> None:
         workdir = Path(tempfile.mkdtemp(prefix="gazetteer-kafka-"))
-        broker_port = free_port()
+        broker_port = self._fixed_port or free_port()
         controller_port = free_port()
         while controller_port == broker_port:
             controller_port = free_port()
@@ -243,7 +250,7 @@ class ApacheKafka(LaunchedBroker):
             "-cp",
             ":".join(str(jar) for jar in classpath),
         ]
-        cluster_id = new_cluster_id()
+        cluster_id = self._cluster_id or new_cluster_id()
         await _format_storage(jvm, config, cluster_id, workdir / "format.log")
         process = BrokerProcess([*jvm, KAFKA_MAIN, str(config)], workdir / "server.log")
         process.spawn()

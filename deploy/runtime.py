@@ -3,6 +3,12 @@
 ``up`` runs everything in one process (broker, producers, worker, query service), each
 part talking to the others only through the topics, exactly as the distributed
 commands ``worker``, ``watch`` and ``serve`` do on their own.
+
+Each part recovers in place from a broker that came back empty (issue 15): the
+process's `BrokerWatch` (`Cluster.watch`) tells it, and `_recover_in_place` ends the
+part's current generation, ensures the topics and starts a new one: the worker with a
+new faust app, the query service re-reading the new topics into an emptied read model
+(its HTTP socket stays bound), the producers with new sessions and full scans.
 """
 
 from __future__ import annotations
@@ -12,8 +18,9 @@ import contextlib
 import os
 import shutil
 import socket
+import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import faust
@@ -22,17 +29,21 @@ import uvicorn
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from deploy import tansu_quirks
+from deploy.broker_watch import BrokerReset, BrokerWatch
 from deploy.dense_setup import dense_index, worker_fill
+from deploy.listener import listen
 from deploy.metrics_server import metrics_served, report_consumer_lag
 from deploy.settings import Settings
-from deploy.topics_admin import ensure_topics
+from deploy.topics_admin import ensure_topics, install_no_topic_auto_creation
 from processors.app import MAX_DELTA_BYTES, WorkerConfig, create_app
 from processors.neighborhoods.clustering import ClusterSettings
 from processors.neighborhoods.recluster import ReclusterSettings
 from processors.neighborhoods.reclusterer import Debounce
-from producers.kafka_sink import KafkaSink
-from producers.session import SourceOptions, describe_repository, run_source
+from processors.retrieval.dense_fill import DenseFill
+from producers.kafka_sink import KafkaLeaseWatch, KafkaSink
+from producers.session import SourceOptions, describe_repository, run_source, unique_repositories
 from query.api import create_api
+from query.host_check import host_rule
 from query.materializer import Materializer
 from query.mcp_tools import mount_mcp
 from query.read_model import ReadModel
@@ -51,6 +62,8 @@ class Cluster:
 
     bootstrap: str
     tansu: bool
+    watch: BrokerWatch | None = field(default=None, compare=False)
+    """Tells the parts when the broker lost our topics; None: no recovery (benchmarks)."""
 
     async def end_offsets(
         self, consumer: AIOKafkaConsumer, partitions: Sequence[TopicPartition]
@@ -59,12 +72,103 @@ class Cluster:
 
 
 async def connect(settings: Settings, bootstrap: str) -> Cluster:
+    """The broker, its topics ensured (`TopicMismatch` if one has another partition
+    count), and a `BrokerWatch` primed with what the broker holds now."""
+    install_no_topic_auto_creation()
     tansu = await tansu_quirks.detect_tansu(bootstrap)
     tansu_quirks.install(tansu)
-    cluster = Cluster(bootstrap, tansu)
-    await ensure_topics(bootstrap, settings.topics.specs(settings.partitions), config=TOPIC_CONFIG)
+    specs = settings.topics.specs(settings.partitions)
+    await ensure_topics(bootstrap, specs, config=TOPIC_CONFIG)
+    watch = BrokerWatch(bootstrap, [spec.name for spec in specs])
+    await watch.prime()
+    cluster = Cluster(bootstrap, tansu, watch)
     log.info("broker_connected", bootstrap=bootstrap, tansu=tansu)
     return cluster
+
+
+@dataclass(slots=True)
+class Recovery:
+    """What a part's generation knows of the reset it recovers from (None: first start)."""
+
+    part: str
+    after: BrokerReset | None
+    _said: bool = False
+
+    def done(self, **facts: object) -> None:
+        """The part serves again: said once, with the seconds since the reset was seen."""
+        if self.after is None or self._said:
+            return
+        self._said = True
+        seconds = round(time.time() - self.after.at, 2)
+        log.info("broker_reset_recovered", part=self.part, seconds=seconds, **facts)
+
+
+_NEXT = {
+    "worker": "stopping the worker; a new one starts on the recreated topics",
+    "query": "dropping the read model; re-reading the new topics from offset 0",
+    "sources": "ending the producer sessions; new ones do a full scan",
+}
+
+
+async def _recover_in_place(
+    part: str,
+    settings: Settings,
+    cluster: Cluster,
+    stop: asyncio.Event,
+    generation: Callable[[asyncio.Event, Recovery], Awaitable[None]],
+    *,
+    on_detected: Callable[[BrokerReset], None] = lambda reset: None,
+    grace_s: float = 10.0,
+) -> None:
+    """Run ``generation(its_stop, recovery)`` until ``stop``; when the broker resets,
+    end it (``on_detected`` first; cancelled after ``grace_s``), ensure the topics
+    (recreating empty ones with the wrong count) and run a new one."""
+    watch = cluster.watch
+    if watch is None:
+        await generation(stop, Recovery(part, None))
+        return
+    async with watch.watching():
+        recovery = Recovery(part, None)
+        while True:
+            epoch, its_stop = watch.epoch, asyncio.Event()
+            running = asyncio.ensure_future(generation(its_stop, recovery))
+            resetting = asyncio.ensure_future(watch.next_reset(epoch))
+            stopping = asyncio.ensure_future(stop.wait())
+            try:
+                await asyncio.wait(
+                    [running, resetting, stopping], return_when=asyncio.FIRST_COMPLETED
+                )
+            except asyncio.CancelledError:
+                running.cancel()  # the part is cancelled: so is its generation
+                raise
+            finally:
+                resetting.cancel()
+                stopping.cancel()
+            if running.done() or stop.is_set():
+                its_stop.set()
+                await running  # a generation that ended (or failed) on its own ends the part
+                return
+            reset = watch.resets[epoch]
+            log.warning(
+                "broker_reset_detected", part=part, reason=reset.reason, next=_NEXT.get(part)
+            )
+            on_detected(reset)
+            its_stop.set()
+            try:
+                await asyncio.wait_for(asyncio.shield(running), grace_s)
+            except TimeoutError:
+                running.cancel()
+            except Exception as exc:  # the old generation failing on its way out is expected
+                log.info("generation_ended_with_error", part=part, error=repr(exc))
+            await asyncio.gather(running, return_exceptions=True)
+            await ensure_topics(
+                cluster.bootstrap,
+                settings.topics.specs(settings.partitions),
+                config=TOPIC_CONFIG,
+                broker_is_tansu=cluster.tansu,
+                recreate_empty=True,
+            )
+            recovery = Recovery(part, reset)
 
 
 def run_dir(settings: Settings, role: str) -> Path:
@@ -72,29 +176,6 @@ def run_dir(settings: Settings, role: str) -> Path:
     path = settings.data_dir / "runs" / f"{role}-{os.getpid()}"
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def listen(host: str, preferred: int) -> socket.socket:
-    """A bound, listening socket: on ``preferred`` if it is free, else on any free port.
-
-    Binding here, not in uvicorn, leaves no gap between choosing the port and taking it,
-    so two services started at once never pick the same one.
-    """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    for port in (preferred, 0) if preferred else (0,):
-        # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say TCP, and
-        # with Nagle on, a request that follows another within ~40 ms waits ~40 ms.
-        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            sock.close()
-            continue
-        sock.listen(128)
-        sock.setblocking(False)
-        return sock
-    raise OSError(f"no free port on {host}")
 
 
 async def run_worker(
@@ -109,6 +190,23 @@ async def run_worker(
     With GAZETTEER_EMBED_IN=worker it embeds its repositories into ``vectors`` (tests
     share one store object with the query service), else into GAZETTEER_QDRANT_URL."""
     fill = worker_fill(settings, vectors)
+
+    async def generation(its_stop: asyncio.Event, recovery: Recovery) -> None:
+        await _worker_generation(settings, cluster, its_stop, recovery, on_started, fill)
+
+    async with metrics_served(settings):
+        await _recover_in_place("worker", settings, cluster, stop, generation)
+
+
+async def _worker_generation(
+    settings: Settings,
+    cluster: Cluster,
+    stop: asyncio.Event,
+    recovery: Recovery,
+    on_started: Callable[[faust.App], None] | None,
+    fill: DenseFill | None,
+) -> None:
+    """One faust app, from its start until ``stop``: fresh in-memory indexes and tables."""
     datadir = run_dir(settings, "worker")
     config = WorkerConfig(
         app_id=settings.app_id,
@@ -130,27 +228,30 @@ async def run_worker(
     snapshot_log = KafkaSnapshotLog(
         cluster.bootstrap, settings.topics.neighborhoods, cluster.end_offsets
     )
-    app = create_app(config, delta_log=delta_log, snapshot_log=snapshot_log, dense_fill=fill)
-    async with metrics_served(settings):
-        await app.start()
-        log.info("worker_started", app_id=settings.app_id)
-        if on_started is not None:
-            on_started(app)
-        pipeline = app.gazetteer_pipeline  # type: ignore[attr-defined]
-        lag = report_consumer_lag(
-            app.consumer, settings.topics.file_events, pipeline.positions, stop
-        )
-        embedding = app.gazetteer_embedding  # type: ignore[attr-defined]
-        parts = [stop.wait(), lag] + ([embedding.run(stop)] if embedding is not None else [])
-        try:
-            await asyncio.gather(*parts)
-        finally:
-            try:  # with the broker gone, faust's stop can hang: the worker still stops
-                await asyncio.wait_for(app.stop(), settings.session_timeout_s * 2)
-            except TimeoutError:
-                log.warning("worker_stop_timed_out", after_s=settings.session_timeout_s * 2)
-            shutil.rmtree(datadir, ignore_errors=True)
-            log.info("worker_stopped")
+    app = create_app(
+        config,
+        delta_log=delta_log,
+        snapshot_log=snapshot_log,
+        dense_fill=fill,
+    )
+    await app.start()
+    log.info("worker_started", app_id=settings.app_id)
+    recovery.done(app_id=settings.app_id)
+    if on_started is not None:
+        on_started(app)
+    pipeline = app.gazetteer_pipeline  # type: ignore[attr-defined]
+    lag = report_consumer_lag(app.consumer, settings.topics.file_events, pipeline.positions, stop)
+    embedding = app.gazetteer_embedding  # type: ignore[attr-defined]
+    parts = [stop.wait(), lag] + ([embedding.run(stop)] if embedding is not None else [])
+    try:
+        await asyncio.gather(*parts)
+    finally:
+        try:  # with the broker gone, faust's stop can hang: the worker still stops
+            await asyncio.wait_for(app.stop(), settings.session_timeout_s * 2)
+        except TimeoutError:
+            log.warning("worker_stop_timed_out", after_s=settings.session_timeout_s * 2)
+        shutil.rmtree(datadir, ignore_errors=True)
+        log.info("worker_stopped")
 
 
 class _QuietServer(uvicorn.Server):
@@ -174,9 +275,12 @@ async def run_query(
     on_listening: Callable[[str], Awaitable[None] | None] | None = None,
     ready: asyncio.Event | None = None,
     vectors: VectorStore | None = None,
+    listening: socket.socket | None = None,
 ) -> None:
     """The query service; ``ready`` is set once the read side has caught up. Its dense
-    index reads ``vectors`` when given (tests), else the store the settings name."""
+    index reads ``vectors`` when given (tests), else the store the settings name. It
+    serves on ``listening`` when given (``up`` binds the socket and passes it down, so
+    the port outlives a restart of the query process), else on a socket of its own."""
     model = model or ReadModel()
     if model.dense is None and not model.repos:
         model.dense = dense_index(settings, vectors)
@@ -187,10 +291,11 @@ async def run_query(
         topics=settings.topics,
         ready=ready,
     )
-    api = create_api(model, ready=materializer.ready.is_set)
+    hosts = host_rule(settings.host, settings.allowed_host_names)
+    api = create_api(model, ready=materializer.ready.is_set, hosts=hosts)
     api.state.stopping = stop  # open dashboard event streams end before uvicorn waits on them
-    mcp = mount_mcp(api, host=settings.host)
-    sock = listen(settings.host, settings.port)
+    mcp = mount_mcp(api)
+    sock = listening if listening is not None else listen(settings.host, settings.port)
     port = sock.getsockname()[1]
     server = _QuietServer(
         uvicorn.Config(api, host=settings.host, port=port, log_config=None, access_log=False)
@@ -199,7 +304,7 @@ async def run_query(
         # The MCP session manager's task group serves /mcp: it runs before the first
         # request and stops before uvicorn, whose shutdown waits for open requests.
         await mcp_running.enter_async_context(mcp.run())
-        feeding = asyncio.create_task(materializer.run(stop), name="materializer")
+        feeding = asyncio.create_task(_feed(settings, cluster, materializer, stop), name="feed")
         serving = asyncio.create_task(server.serve(sockets=[sock]), name="http")
         embedding = (
             asyncio.create_task(model.dense.run(stop), name="embedding")
@@ -230,6 +335,31 @@ async def run_query(
     log.info("query_service_stopped")
 
 
+async def _feed(
+    settings: Settings, cluster: Cluster, materializer: Materializer, stop: asyncio.Event
+) -> None:
+    """The materializer, read again from offset 0 into an emptied model after a reset."""
+
+    def detected(reset: BrokerReset) -> None:
+        # At once, before the old read ends: no answer says fresh from here on.
+        materializer.ready.clear()
+        materializer.model.reset_reason = reset.describe()
+        materializer.model.rebuilding = True
+
+    async def generation(its_stop: asyncio.Event, recovery: Recovery) -> None:
+        if recovery.after is not None:
+            materializer.reset(recovery.after.describe())
+        reading = asyncio.ensure_future(materializer.run(its_stop))
+        ready = asyncio.ensure_future(materializer.ready.wait())
+        await asyncio.wait([reading, ready], return_when=asyncio.FIRST_COMPLETED)
+        if ready.done():
+            recovery.done(messages=materializer.messages)
+        ready.cancel()
+        await reading
+
+    await _recover_in_place("query", settings, cluster, stop, generation, on_detected=detected)
+
+
 async def run_sources(
     settings: Settings,
     cluster: Cluster,
@@ -237,10 +367,32 @@ async def run_sources(
     stop: asyncio.Event,
     *,
     since: Callable[[str], str | None] = lambda repo: None,
+    known_epoch: Callable[[str], int] = lambda repo: 0,
 ) -> None:
-    sink = KafkaSink(cluster.bootstrap, topics=settings.topics)
+    """``known_epoch``: the largest lease epoch known per repository (the read side's
+    ReadModel.known_epoch); each session claims one more (issue 15)."""
+
+    async def generation(its_stop: asyncio.Event, recovery: Recovery) -> None:
+        # A new producer (no retry of a batch meant for the lost topics) per generation;
+        # after a reset every source scans in full: the state it reconciled against is gone.
+        sink = KafkaSink(cluster.bootstrap, topics=settings.topics, stop=its_stop)
+        recovery.done(next="full scan")
+        await _follow(
+            settings,
+            sink,
+            roots,
+            its_stop,
+            since if recovery.after is None else _none,
+            known_epoch=known_epoch,
+            bootstrap=cluster.bootstrap,
+        )
+
     async with metrics_served(settings):
-        await _follow(settings, sink, roots, stop, since)
+        await _recover_in_place("sources", settings, cluster, stop, generation, grace_s=5.0)
+
+
+def _none(repo: str) -> str | None:
+    return None
 
 
 async def _follow(
@@ -249,8 +401,15 @@ async def _follow(
     roots: Sequence[Path],
     stop: asyncio.Event,
     since: Callable[[str], str | None],
+    *,
+    known_epoch: Callable[[str], int] = lambda repo: 0,
+    bootstrap: str | None = None,
 ) -> None:
     await sink.start()
+    # A producer stops when a greater lease claims its repository (issue 15).
+    leases = KafkaLeaseWatch(bootstrap, topics=settings.topics) if bootstrap else None
+    if leases is not None:
+        await leases.start()
     options = SourceOptions(
         max_bytes=settings.max_file_bytes,
         batch_size=settings.batch_size,
@@ -260,12 +419,34 @@ async def _follow(
     )
     try:
         tasks = []
-        for root in roots:
-            repo, branch, head = describe_repository(root)
+        described = [(root, describe_repository(root)) for root in roots]
+        kept, skipped = unique_repositories([(root, d[0]) for root, d in described])
+        for duplicate in skipped:  # two clones of one origin would fence each other
+            log.warning(
+                "repository_duplicate_skipped",
+                repo=duplicate.repo,
+                root=str(duplicate.root),
+                followed=str(duplicate.kept),
+            )
+        info = dict(described)
+        for root, repo in kept:
+            _, branch, head = info[root]
             log.info("repository_followed", repo=repo, root=str(root), branch=branch, head=head)
-            tasks.append(run_source(root, sink, options, since_commit=since(repo), stop=stop))
+            tasks.append(
+                run_source(
+                    root,
+                    sink,
+                    options,
+                    since_commit=since(repo),
+                    stop=stop,
+                    known_epoch=known_epoch,
+                    leases=leases,
+                )
+            )
         await asyncio.gather(*tasks)
     finally:
+        if leases is not None:
+            await leases.stop()
         await sink.stop()
 
 

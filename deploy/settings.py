@@ -25,6 +25,11 @@ class Settings(BaseSettings):
     data_dir: Path = Field(Path.home() / ".gazetteer", description="run and cache directories")
     host: str = Field("127.0.0.1", description="the query service's bind address")
     port: int = Field(8765, ge=0, le=65535, description="0, or taken: pick a free port")
+    allowed_hosts: str = Field(
+        "",
+        description="comma list of the names the query service is reached by, beside its "
+        "bind address (Host header check, query/host_check.py); '*': any",
+    )
     partitions: int = Field(8, ge=1, le=1024)
     max_file_bytes: int = Field(1_000_000, ge=1, description="larger files carry no content")
     batch_size: int = Field(200, ge=1)
@@ -76,6 +81,10 @@ class Settings(BaseSettings):
         if value != "embedded" and not value.startswith("kafka://"):
             raise ValueError("broker must be 'embedded' or kafka://host:port[,host:port]")
         return value
+
+    @property
+    def allowed_host_names(self) -> tuple[str, ...]:
+        return tuple(n.strip() for n in self.allowed_hosts.split(",") if n.strip())
 
     @property
     def topics(self) -> Topics:

@@ -32,9 +32,10 @@ log = structlog.get_logger(__name__)
 
 
 MAX_DELTA_BYTES = 128 * 1024 * 1024
-"""The largest message the worker may publish (the topics accept as much): a delta is
-sent in parts of at most 1 MB (stores/deltas.py), so only a single record as large as
-this (a file's record, its chunks' text included) would need more."""
+"""The largest message the worker's producer may send (the topics accept as much). Graph
+deltas never come near it: every message of one is at most ``DELTA_PART_BYTES`` (1 MB,
+stores/deltas.py, records of any size included); a neighborhood snapshot of a very large
+repository is the one message that may exceed 1 MB."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +56,11 @@ class WorkerConfig:
 
 
 class FaustDeltaSink:
-    """DeltaSink over the app's producer: waits for the broker's acknowledgement."""
+    """DeltaSink over the app's producer: waits for the broker's acknowledgement.
+
+    Every message is at most ``DELTA_PART_BYTES``, below any broker's default limit; a
+    broker configured lower still refuses a part for good, and ``with_retry`` then raises
+    ``PermanentPublishError`` instead of sending it again forever."""
 
     def __init__(self, app: faust.App, topics: Topics) -> None:
         self._app = app

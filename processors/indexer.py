@@ -5,12 +5,17 @@ A ``RepoIndex`` is the processors' state of one repository: the materialized
 it. ``handle`` computes the delta of an event against the current state, applies it,
 and returns it for publication; ``restore`` folds published deltas back into a fresh
 index after a restart or a rebalance. Nothing here touches a broker.
+
+The index is also the arbiter of who owns the repository (issue 15): it is the single
+consumer of the repository's partition, so it sees one order of claims. ``judge`` places
+every event against the state's lease (see ``Verdict``); only ``next`` is applied.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Literal, TypedDict
 
 from processors.graph.incremental import IncrementalGraph
@@ -22,14 +27,44 @@ from producers.events import (
     EventBase,
     FileChanged,
     FileDeleted,
+    LeaseClaimed,
     ScanCompleted,
 )
-from stores.deltas import CommitRecord, GraphDelta, SourceMark
+from producers.signing import verify
+from stores.deltas import CommitRecord, GraphDelta, LeaseRecord, SourceMark
 from stores.records import EdgeRecord, FileRecord, NodeRecord
 from stores.repo_state import RepoState
 
 Parser = Callable[[str, bytes], ParseResult]
 EdgeKey = tuple[str, str, str]
+
+Position = Literal["next", "replay", "gap", "fenced", "forged", "unclaimed"]
+"""Where an event stands against the state (``Verdict`` says what each means)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Where an event stands, and why, for a person (the dead letter's reason).
+
+    - ``next``: apply it. A LeaseClaimed greater than the current lease (or the first
+      one) is next: it fences the current lease. An event of the current lease whose
+      seq follows the last applied one is next.
+    - ``replay``: already reflected (an old seq of the current lease, or of a lease
+      fenced since, up to the last seq applied from it): skip it silently.
+    - ``gap``: an event of the current lease out of order (an earlier one is missing; the
+      producer's resend brings it again in order).
+    - ``fenced``: an event (or a claim) of a lease older than the current one.
+    - ``forged``: its signature does not verify against the lease's key (or a claim's
+      own key, or a claim of the current lease with another key).
+    - ``unclaimed``: an event of a lease no LeaseClaimed established.
+    """
+
+    position: Position
+    reason: str = ""
+
+
+def _lease(key: tuple[int, str]) -> str:
+    return f"({key[0]}, {key[1]})"
 
 
 class Changes(TypedDict, total=False):
@@ -45,6 +80,7 @@ class Changes(TypedDict, total=False):
     indexed_commit: str | None
     branch: str | None
     barrier: Literal["scan_completed", "commit_completed"]
+    lease: LeaseRecord
 
 
 class RepoIndex:
@@ -63,25 +99,65 @@ class RepoIndex:
             index.apply(delta)
         return index
 
-    def position(self, event: EventBase) -> Literal["next", "replay", "gap"]:
-        """Where an event stands in its producer's sequence, against this state.
+    def position(self, event: EventBase) -> Position:
+        """Where an event stands against this state (``judge`` says why)."""
+        return self.judge(event).position
 
-        ``replay``: already reflected (same producer session, an old seq): skip it.
-        ``gap``: an earlier event of the session is missing (a batch the producer is
-        still resending, or a late event of a session that has ended): skip it; the
-        resent batch brings it again in order. ``next``: apply it. A new session
-        starts at seq 1, so one producer at a time owns a repository.
-        """
-        mark = self.state.source
-        if mark is not None and mark.producer == event.producer:
-            if event.seq <= mark.seq:
-                return "replay"
-            return "next" if event.seq == mark.seq + 1 else "gap"
-        return "next" if event.seq == 1 else "gap"
+    def judge(self, event: EventBase) -> Verdict:
+        """Place ``event`` against the state's lease and its producer's sequence."""
+        current = self.state.lease
+        key = (event.epoch, event.producer)
+        if isinstance(event, LeaseClaimed):
+            if not verify(event, event.public_key):
+                return Verdict("forged", "the claim's signature does not verify against its key")
+            if current is None or key > current.key:
+                return Verdict("next")
+            if key == current.key:
+                if event.public_key != current.public_key:
+                    return Verdict("forged", f"lease {_lease(key)} was claimed with another key")
+                return Verdict("replay")
+            return self._older(event, key, current)
+        if current is None:
+            return Verdict("unclaimed", f"lease {_lease(key)} was never claimed (no lease yet)")
+        if key == current.key:
+            if not verify(event, current.public_key):
+                return Verdict("forged", "signature does not verify against the lease's key")
+            mark = self.state.source
+            applied = mark.seq if mark is not None and mark.lease == key else 0
+            if event.seq <= applied:
+                return Verdict("replay")
+            if event.seq == applied + 1:
+                return Verdict("next")
+            return Verdict(
+                "gap",
+                f"expected seq {applied + 1}, got {event.seq} (a resend will bring it again)",
+            )
+        if key > current.key:
+            return Verdict(
+                "unclaimed",
+                f"lease {_lease(key)} was never claimed; the current is {_lease(current.key)}",
+            )
+        return self._older(event, key, current)
 
-    def handle(self, event: EventBase, now: float) -> GraphDelta | None:
-        """The delta of ``event`` (applied to this index), or None when it is not next."""
-        if self.position(event) != "next":
+    def _older(self, event: EventBase, key: tuple[int, str], current: LeaseRecord) -> Verdict:
+        """An event of a lease older than ``current``: a replay of what was applied from
+        it before it was fenced, else fenced."""
+        for fenced in self.state.fenced:
+            if fenced.lease.key == key and event.seq <= fenced.last_seq:
+                if verify(event, fenced.lease.public_key):
+                    return Verdict("replay")
+        return Verdict(
+            "fenced",
+            f"lease {_lease(key)} is older than the current {_lease(current.key)}",
+        )
+
+    def handle(
+        self, event: EventBase, now: float, *, verdict: Verdict | None = None
+    ) -> GraphDelta | None:
+        """The delta of ``event`` (applied to this index), or None when it is not next.
+        ``verdict``: the caller's ``judge(event)`` just before, so it is not judged twice
+        (a signature check encodes the event again)."""
+        if (verdict or self.judge(event)).position != "next":
             return None
         delta = self._delta(event, now, self._changes(event))
         self.graph.count_externals(self.state, delta)
@@ -102,7 +178,12 @@ class RepoIndex:
         return GraphDelta(
             repo=self.state.repo,
             seq=self.state.seq + 1,
-            source=SourceMark(producer=event.producer, seq=event.seq, emitted_at=event.emitted_at),
+            source=SourceMark(
+                producer=event.producer,
+                seq=event.seq,
+                emitted_at=event.emitted_at,
+                epoch=event.epoch,
+            ),
             event_kind=getattr(event, "kind", type(event).__name__),
             applied_at=now,
             **changes,
@@ -120,6 +201,18 @@ class RepoIndex:
     # -- per event kind -------------------------------------------------------------
 
     def _changes(self, event: EventBase) -> Changes:
+        if isinstance(event, LeaseClaimed):
+            # The claim changes nothing but the owner: the files the fenced session
+            # reported stay until this session's full scan says they are gone.
+            lease = LeaseRecord(
+                producer=event.producer,
+                epoch=event.epoch,
+                public_key=event.public_key,
+                host=event.host,
+                root=event.root,
+                claimed_at=event.emitted_at,
+            )
+            return {"lease": lease}
         if isinstance(event, FileChanged):
             return self._file_changed(event)
         if isinstance(event, FileDeleted):
@@ -223,4 +316,4 @@ class RepoIndex:
         }
 
 
-__all__ = ["RepoIndex"]
+__all__ = ["Position", "RepoIndex", "Verdict"]

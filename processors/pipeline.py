@@ -11,6 +11,7 @@ dropped so that the next event restores it from the delta log. No exception leav
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from pydantic import ValidationError
 
 from processors.indexer import RepoIndex
 from producers.events import EventBase, decode_file_event
+from producers.refusal import permanent
 from stores.dead_letters import DeadLetter, FailureKind
 from stores.delta_log import DeltaLog, InMemoryDeltaLog
 from stores.deltas import GraphDelta
@@ -115,6 +117,7 @@ class IndexingPipeline:
         self.positions: dict[tuple[str, int], int] = {}  # (topic, partition) -> next offset
         self.processed = 0
         self.dead_lettered = 0
+        self._origins: dict[int, Message] = {}  # id(delta) -> its message, in a batch
 
     def index(self, partition: int, repo: str) -> RepoIndex | None:
         return self._indexes.get(partition, {}).get(repo)
@@ -123,28 +126,56 @@ class IndexingPipeline:
         """Forget partitions another worker now owns; they are restored if they return."""
         for tp in [tp for tp in self.positions if tp[1] in partitions]:
             del self.positions[tp]
-        for partition in partitions:
-            self._restored.discard(partition)
-            dropped = self._indexes.pop(partition, None)
-            if dropped and self._observer is not None:
-                self._observer.forget(dropped)
+        self._forget_indexes(partitions)
 
     async def process(self, message: Message) -> None:
         await self.process_batch([message])
 
     async def process_batch(self, messages: Sequence[Message]) -> None:
         """Handle messages in order; their deltas are published together and
-        acknowledged before this returns (one round trip per batch, not per event)."""
-        pending: list[GraphDelta] = []
-        for message in messages:
-            delta = await self._handle(message, pending)
-            if delta is not None:
-                pending.append(delta)
-        await self._publish(pending)
+        acknowledged before this returns (one round trip per batch, not per event).
+
+        A delta the broker refuses for good (`PermanentPublishError`: larger than the
+        topic takes, though parts keep every message within 1 MB) is never retried
+        forever: its event is dead-lettered, the batch's partitions are restored from
+        the delta log (the deltas after it were computed on top of it), the event is
+        consumed without changes and the rest of the batch is handled again."""
+        rest = list(messages)
+        skip: Message | None = None
+        while rest:
+            try:
+                await self._process(rest, skip)
+                break
+            except _Refused as refused:
+                at = next(i for i, m in enumerate(rest) if m is refused.message)
+                await self._dead_letter(refused.message, "rejected", refused.reason)
+                log.error("delta_refused", offset=refused.message.offset, reason=refused.reason)
+                self._forget_indexes({m.partition for m in rest})
+                rest, skip = rest[at:], refused.message
         for message in messages:
             self.positions[(message.topic, message.partition)] = message.offset + 1
 
-    async def _handle(self, message: Message, pending: list[GraphDelta]) -> GraphDelta | None:
+    async def _process(self, messages: Sequence[Message], skip: Message | None) -> None:
+        pending: list[GraphDelta] = []
+        self._origins.clear()
+        for message in messages:
+            delta = await self._handle(message, pending, skip=message is skip)
+            if delta is not None:
+                pending.append(delta)
+                self._origins[id(delta)] = message
+        await self._publish(pending)
+
+    def _forget_indexes(self, partitions: set[int]) -> None:
+        """Drop what these partitions hold in memory; the next event restores them."""
+        for partition in partitions:
+            self._restored.discard(partition)
+            dropped = self._indexes.pop(partition, None)
+            if dropped and self._observer is not None:
+                self._observer.forget(dropped)
+
+    async def _handle(
+        self, message: Message, pending: list[GraphDelta], *, skip: bool = False
+    ) -> GraphDelta | None:
         consumed(message.topic)
         where = {"topic": message.topic, "partition": message.partition, "offset": message.offset}
         with structlog.contextvars.bound_contextvars(**where):
@@ -157,21 +188,31 @@ class IndexingPipeline:
                 return None
             # Every line logged while the event is handled says which event it was.
             with structlog.contextvars.bound_contextvars(**event_context(event)):
+                if skip:  # its delta was refused: consume it without changes
+                    index = await self._index(message.partition, event.repo)
+                    return index.skip(event, self._clock())
                 return await self._handle_event(message, event, pending)
 
     async def _handle_event(
         self, message: Message, event: EventBase, pending: list[GraphDelta]
     ) -> GraphDelta | None:
+        """Apply the event if it is next; a replay is skipped silently (expected after a
+        restart); any other position (fenced, forged, unclaimed, out of order: see
+        processors.indexer.Verdict) is dead-lettered as ``rejected`` and never applied."""
         index = await self._index(message.partition, event.repo)
-        position = index.position(event)
-        if position != "next":
-            # A replay is expected after a restart; a gap means a resend is on its way.
-            (log.debug if position == "replay" else log.warning)(f"event_{position}")
+        verdict = index.judge(event)
+        if verdict.position == "replay":
+            log.debug("event_replayed")
+            return None
+        if verdict.position != "next":
+            reason = f"{_REJECTED[verdict.position]}: {verdict.reason}"
+            log.warning("event_rejected", position=verdict.position, reason=reason)
+            await self._dead_letter(message, "rejected", reason)
             return None
         now = self._clock()
         try:
             with stage_timer("handle"):
-                delta = index.handle(event, now)
+                delta = index.handle(event, now, verdict=verdict)
         except Exception as exc:  # a bug: keep the partition going, keep the evidence
             log.exception("event_failed")
             await self._dead_letter(message, "bug", _reason(exc))
@@ -191,11 +232,27 @@ class IndexingPipeline:
         if deltas:
             batch = list(deltas)
             with stage_timer("publish"):
-                await self._with_retry(lambda: self._sink.publish_deltas(batch), log)
+                try:
+                    await self._with_retry(lambda: self._sink.publish_deltas(batch), log)
+                except PermanentPublishError:
+                    await self._publish_singly(batch)
             self.processed += len(batch)
             deltas.clear()
             if self._observer is not None:
                 self._observer.observed(batch)
+
+    async def _publish_singly(self, batch: list[GraphDelta]) -> None:
+        """One delta at a time, to learn which one the broker refuses (`_Refused`)."""
+        for at, delta in enumerate(batch):
+            try:
+                await self._with_retry(functools.partial(self._sink.publish_deltas, [delta]), log)
+            except PermanentPublishError as exc:
+                if self._observer is not None and at:
+                    self._observer.observed(batch[:at])
+                origin = self._origins.get(id(delta))
+                if origin is None:  # a skip delta refused: nothing smaller to send
+                    raise
+                raise _Refused(origin, f"refused by the broker: {exc.__cause__!r}") from exc
 
     async def _index(self, partition: int, repo: str) -> RepoIndex:
         await self._with_retry(lambda: self._restore(partition), log)
@@ -250,12 +307,27 @@ class IndexingPipeline:
         await with_retry(send, bound, self._retry)
 
 
+class _Refused(Exception):
+    """A delta the broker refused for good, and the message it came from."""
+
+    def __init__(self, message: Message, reason: str) -> None:
+        super().__init__(reason)
+        self.message, self.reason = message, reason
+
+
+class PermanentPublishError(Exception):
+    """The broker refused a publish for a reason no retry changes (a message above the
+    topic's limit, a topic that may not be written): raised by ``with_retry`` instead of
+    retrying forever; ``__cause__`` is the client's error."""
+
+
 async def with_retry(
     send: Callable[[], object], bound: structlog.BoundLogger, policy: RetryPolicy
 ) -> None:
     """Call ``send`` until it succeeds: transient failures (the broker away, the client's
-    own errors) are retried with capped exponential backoff; anything else is a bug and
-    raises."""
+    retriable errors, timeouts) are retried with capped exponential backoff, without end;
+    a client error that is not retriable raises `PermanentPublishError` at once; anything
+    else is a bug and raises as it is."""
     delay = policy.first_delay_s
     while True:
         try:
@@ -266,9 +338,21 @@ async def with_retry(
         except Exception as exc:  # the client's own errors (KafkaError and kin)
             if type(exc).__module__.split(".")[0] not in ("aiokafka", "kafka", "faust"):
                 raise
+            if permanent(exc):
+                bound.error("publish_refused", error=repr(exc))
+                raise PermanentPublishError(f"refused by the broker: {exc!r}") from exc
             bound.warning("publish_retried", error=repr(exc), delay_s=delay)
         await asyncio.sleep(delay)
         delay = min(delay * 2, policy.max_delay_s)
+
+
+_REJECTED = {
+    "gap": "out of order",
+    "fenced": "fenced",
+    "forged": "forged",
+    "unclaimed": "unclaimed",
+}
+"""The word a rejected event's dead letter starts with, per position."""
 
 
 def _decode(message: Message) -> EventBase:

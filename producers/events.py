@@ -4,6 +4,13 @@ Every message is a frozen, versioned pydantic model (``extra="forbid"``), discri
 by ``kind`` and keyed by repository id on the wire. Each event carries the producer that
 emitted it and that producer's sequence number: together they make a replayed event
 recognisable (the processors skip it) and tell the readers how many events are pending.
+
+One producer owns a repository at a time (issue 15). A producer session opens with a
+``LeaseClaimed`` (seq 1) that names its lease, ``(epoch, producer)``, and the public half
+of an Ed25519 key made for the session; every event of the session carries the epoch
+and ``sig``, the session key's signature (producers/signing.py). The worker keeps the
+greatest lease it has seen claimed: events of an older lease are fenced, events whose
+signature does not verify are forged, and neither is applied.
 File contents travel inline (base64 in JSON) up to a cap, so a worker never needs the
 repository on its disk.
 """
@@ -25,6 +32,8 @@ SkipReason = Literal[
     "unreadable",
     "symlink_outside_repository",
     "not_a_regular_file",
+    "undecodable_name",  # the name is not UTF-8: the path is its bytes, backslash-escaped
+    "unreadable_directory",  # the directory could not be listed: nothing under it is known
 ]
 """Why a FileChanged carries no content. The state records it; nothing is parsed."""
 
@@ -63,6 +72,29 @@ class EventBase(Contract):
     producer: str = Field(min_length=1, description="the emitting producer's session id")
     seq: int = Field(ge=1, description="the producer's sequence number, from 1, no gaps")
     emitted_at: float = Field(description="unix time, seconds, when the producer emitted it")
+    epoch: int = Field(ge=1, description="the lease epoch of the session (its LeaseClaimed's)")
+    sig: str = Field(
+        description="hex Ed25519 signature by the session's key of this event with sig set"
+        ' to "" (producers/signing.py)'
+    )
+
+
+class LeaseClaimed(EventBase):
+    """The first event of a producer session (seq 1): it claims the repository.
+
+    The lease is the pair ``(epoch, producer)``, ordered as a tuple (the epoch first, the
+    producer id breaking a tie between two sessions that chose the same epoch). A claim
+    greater than the worker's current lease fences that lease; its ``public_key`` then
+    verifies every later event of the session. The claim is signed by its own key, which
+    proves the claimant holds the private half.
+    """
+
+    kind: Literal["lease_claimed"] = "lease_claimed"
+    seq: int = Field(ge=1, le=1, description="a claim opens its session: always 1")
+    public_key: str = Field(pattern="^[0-9a-f]{64}$", description="Ed25519 public key, hex")
+    host: str = Field(description="the producer's host name")
+    root: str = Field(description="the repository's path on the producer's machine")
+    started_at: float = Field(description="unix time, seconds, when the session started")
 
 
 class FileChanged(EventBase):
@@ -127,7 +159,7 @@ class CommitCompleted(EventBase):
 
 
 FileEvent = Annotated[
-    FileChanged | FileDeleted | CommitObserved | ScanCompleted | CommitCompleted,
+    FileChanged | FileDeleted | CommitObserved | ScanCompleted | CommitCompleted | LeaseClaimed,
     Field(discriminator="kind"),
 ]
 _FILE_EVENT = TypeAdapter(FileEvent)
@@ -149,6 +181,9 @@ class SourceStatus(Contract):
     it with the last event the state reflects to compute pending events and lag
     exactly. ``batch_first_seq``/``batch_started_at`` say when the last batch of events
     (``batch_first_seq..last_seq``) was emitted; an idle heartbeat repeats them.
+    ``epoch`` with ``producer`` is the session's lease: readers count progress only from
+    the greatest lease, and a producer that sees a greater one than its own stops and
+    says so with a last status in state ``fenced``.
     """
 
     v: Literal[1] = 1
@@ -164,7 +199,8 @@ class SourceStatus(Contract):
     batch_started_at: float
     sent_at: float
     heartbeat_s: float = Field(gt=0, description="the interval of idle heartbeats")
-    state: Literal["scanning", "watching", "stopped"]
+    state: Literal["scanning", "watching", "stopped", "fenced"]
+    epoch: int = Field(default=1, ge=1, description="the lease epoch of the session")
 
 
 def decode_source_status(raw: bytes) -> SourceStatus:

@@ -1,4 +1,4 @@
-"""One file's contents as FileChanged fields: inline up to a cap, or the reason why not.
+r"""One file's contents as FileChanged fields: inline up to a cap, or the reason why not.
 
 The same rules apply to a work-tree file and to a blob read from a commit, so that a
 path's record does not flip between "skipped" and "parsed" depending on where it was
@@ -6,6 +6,16 @@ read: more than ``max_bytes`` is ``too_large``, a NUL byte in the first 8 KiB is
 ``binary`` (git's own heuristic), a symlink is read as the file it points to as long
 as that stays inside the repository, and anything but a regular file is skipped
 without being opened (opening a FIFO would block the producer).
+
+Event paths are UTF-8 on the wire. A file name that is not (``b"bad\xffname.py"`` on
+disk) is still recorded, as ``undecodable_name``: its event path is the name's bytes
+decoded with ``backslashreplace`` (see ``wire_path``), i.e. the text ``bad\xffname.py``
+(a backslash, then ``xff``), and the record never carries contents. A real, decodable
+file literally named with that backslash sequence would collide with it: the real file
+wins, and the listings (producers/scan.py) leave the escaped record out when that path
+exists. A directory that cannot be listed is one ``unreadable_directory`` record for
+the directory itself; a file that vanishes between the listing and the read is no record
+at all (``None``: it is not there, so there is nothing to skip).
 """
 
 from __future__ import annotations
@@ -79,6 +89,29 @@ def portable(path: str) -> bool:
     return True
 
 
+def wire_path(path: str) -> str:
+    """The event path of an on-disk name (a str from os or git, surrogate-escaped).
+
+    A UTF-8 name is itself; any other has each undecodable byte written as ``\\xNN``:
+    ``os.fsencode(path).decode("utf-8", "backslashreplace")``.
+    """
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def signature(root: Path, path: str) -> tuple[int, ...] | None:
+    """What changes when a file is written, replaced or chmod'ed (None: gone).
+
+    The watcher keeps one per emitted file and re-reads, on a resync, only the files
+    whose signature differs (mtime and ctime in ns, size, inode, mode).
+    """
+    full = root / path
+    try:
+        st = full.stat() if full.exists() else full.lstat()
+    except OSError:
+        return None
+    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
 def read_work_file(root: Path, path: str, *, max_bytes: int) -> FileRead | None:
     """Read ``root/path``; None when nothing is there any more (deleted meanwhile)."""
     full = root / path
@@ -88,6 +121,8 @@ def read_work_file(root: Path, path: str, *, max_bytes: int) -> FileRead | None:
         return None
     except OSError:
         return skip("unreadable")
+    if not portable(path):  # never read: the record could not say which file it was
+        return skip("undecodable_name", st.st_size if stat.S_ISREG(st.st_mode) else 0)
     try:
         target = full.resolve()
     except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13)
@@ -104,6 +139,8 @@ def read_work_file(root: Path, path: str, *, max_bytes: int) -> FileRead | None:
 
 
 def _read_regular(full: Path, st: os.stat_result, max_bytes: int) -> FileRead | None:
+    if stat.S_ISDIR(st.st_mode):
+        return skip("not_a_regular_file" if listable(full) else "unreadable_directory")
     if not stat.S_ISREG(st.st_mode):
         return skip("not_a_regular_file")
     if st.st_size > max_bytes:
@@ -116,6 +153,15 @@ def _read_regular(full: Path, st: os.stat_result, max_bytes: int) -> FileRead | 
     except OSError:
         return skip("unreadable", st.st_size)
     return classify(data, max_bytes=max_bytes)
+
+
+def listable(directory: Path) -> bool:
+    """One opendir: what a listing needs (root passes it whatever the mode bits)."""
+    try:
+        with os.scandir(directory):
+            return True
+    except OSError:
+        return False
 
 
 def resolve_link(link_path: str, target: str, root: str | None = None) -> str | None:

@@ -13,6 +13,7 @@ The adapter is synchronous on purpose: the async producers run it through
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -113,6 +114,15 @@ def parse_batch(out: bytes) -> dict[str, bytes]:
     return blobs
 
 
+_UNOPENED = re.compile(rb"^warning: could not open directory '(.+?)/?': ", re.MULTILINE)
+
+
+def parse_unopened_directories(stderr: bytes) -> list[str]:
+    """The directories of ``warning: could not open directory 'd/': <reason>`` lines
+    (LC_ALL=C pins the wording; the path is relative to the work tree, raw bytes)."""
+    return sorted({decode_path(m.group(1)) for m in _UNOPENED.finditer(stderr)})
+
+
 def split_z(out: bytes) -> list[str]:
     return [decode_path(p) for p in out.split(b"\0") if p]
 
@@ -141,6 +151,13 @@ class Git:
     def run_status(
         self, *args: str, stdin: bytes | None = None, ok: tuple[int, ...] = (0,)
     ) -> tuple[int, bytes]:
+        code, out, _ = self.run_full(*args, stdin=stdin, ok=ok)
+        return code, out
+
+    def run_full(
+        self, *args: str, stdin: bytes | None = None, ok: tuple[int, ...] = (0,)
+    ) -> tuple[int, bytes, bytes]:
+        """(exit status, stdout, stderr): for the commands whose warnings carry facts."""
         # check-ignore takes paths, not pathspecs, and refuses the literal magic.
         literal = [] if args[:1] == ("check-ignore",) else ["--literal-pathspecs"]
         cmd = [self._executable, "--no-optional-locks", *literal, *args]
@@ -158,7 +175,7 @@ class Git:
             raise GitError(args, -1, f"timed out after {self._timeout_s}s") from e
         if done.returncode not in ok:
             raise GitError(args, done.returncode, done.stderr.decode("utf-8", "replace"))
-        return done.returncode, done.stdout
+        return done.returncode, done.stdout, done.stderr
 
     # -- the repository -------------------------------------------------------------
 
@@ -268,9 +285,16 @@ class Git:
 
         Nested repositories (listed as ``dir/``) are left out, as git leaves them out.
         """
+        return self.list_files(under, tracked=tracked)[0]
+
+    def list_files(
+        self, under: Sequence[str] = (), *, tracked: bool = True
+    ) -> tuple[list[str], list[str]]:
+        """``ls_files``, and the directories git could not open (it warns and goes on)."""
         which = ["--cached", "--others"] if tracked else ["--others"]
-        out = self.run("ls-files", *which, "--exclude-standard", "-z", "--", *under)
-        return sorted({p for p in split_z(out) if not p.endswith("/")})
+        _, out, err = self.run_full("ls-files", *which, "--exclude-standard", "-z", "--", *under)
+        files = sorted({p for p in split_z(out) if not p.endswith("/")})
+        return files, parse_unopened_directories(err)
 
     def ignored(self, paths: Iterable[str]) -> set[str]:
         """The subset of ``paths`` git ignores (tracked files are never ignored)."""

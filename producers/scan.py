@@ -6,6 +6,16 @@ a walk that applies every ``.gitignore`` found the way git would. ``.git`` is ne
 entered and directory symlinks are never followed (a symlink is listed as a file, as
 git lists it, and the reader decides whether it stays inside the root).
 
+Nothing in a tree's contents stops a scan: each file that cannot be indexed is listed
+all the same and becomes a recorded skip (producers/file_reader.py says which reason).
+A directory that cannot be opened is listed as itself (``unreadable_directory``; git
+warns about it on stderr and the walk's ``onerror`` sees it); a name that is not UTF-8
+is listed under its escaped event path (``wire_path``) unless a real file has that
+path; a FIFO, socket or device, which ``git ls-files`` never lists, is found by one
+``scandir`` of each directory that holds a listed file (a directory that holds nothing
+but special files is therefore not searched). When an unreadable directory becomes
+readable, the watcher lists it again (see producers/watcher.py).
+
 ``reconcile`` is the cheap restart: when the commit the state was built from still
 exists, only the paths that differ between it and the work tree are read again.
 """
@@ -14,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import posixpath
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -23,7 +34,7 @@ import structlog
 from pathspec import GitIgnoreSpec
 
 from producers.events import FileChanged, FileDeleted, ScanCompleted
-from producers.file_reader import deleted, portable, read_work_file
+from producers.file_reader import deleted, portable, read_work_file, wire_path
 from producers.git import Git
 from producers.source import Draft, Source
 
@@ -68,10 +79,20 @@ class IgnoreRules:
 
 
 def walk(root: Path, rules: IgnoreRules, start: str = "") -> list[str]:
-    """The files under ``root/start`` that the rules keep; loads each .gitignore met."""
-    files = []
+    """The files under ``root/start`` that the rules keep; loads each .gitignore met.
+
+    A directory that cannot be opened is listed itself, in place of its files.
+    """
+    files: list[str] = []
     top = root / start if start else root
-    for dirpath, dirnames, filenames in os.walk(top, onerror=_walk_error):
+
+    def unreadable(error: OSError) -> None:
+        log.warning("directory_unreadable", path=error.filename, error=str(error))
+        rel = Path(os.fsdecode(error.filename or top)).relative_to(root).as_posix()
+        if rel != ".":
+            files.append(rel)
+
+    for dirpath, dirnames, filenames in os.walk(top, onerror=unreadable):
         rel = Path(dirpath).relative_to(root).as_posix()
         rel = "" if rel == "." else rel
         rules.load(root, rel)
@@ -93,8 +114,25 @@ def walk(root: Path, rules: IgnoreRules, start: str = "") -> list[str]:
     return sorted(files)
 
 
-def _walk_error(error: OSError) -> None:
-    log.warning("directory_unreadable", path=error.filename, error=str(error))
+def special_files(root: Path, files: Iterable[str]) -> list[str]:
+    """FIFOs, sockets and devices beside ``files`` (git lists none of them)."""
+    found = []
+    for directory in sorted({posixpath.dirname(f) for f in files}):
+        try:
+            with os.scandir(root / directory if directory else root) as entries:
+                for entry in entries:
+                    # d_type, no stat: a link is never followed (a loop would raise)
+                    plain = entry.is_file(follow_symlinks=False) or entry.is_symlink()
+                    if not (plain or entry.is_dir(follow_symlinks=False)):
+                        found.append(f"{directory}/{entry.name}" if directory else entry.name)
+        except OSError:  # gone or unreadable since git listed it: the files say so
+            continue
+    return found
+
+
+def without_collisions(root: Path, files: Iterable[str]) -> list[str]:
+    """Drop an undecodable name whose escaped event path is a real file: it wins."""
+    return [f for f in files if portable(f) or not os.path.lexists(root / wire_path(f))]
 
 
 class WorkTree:
@@ -106,16 +144,20 @@ class WorkTree:
         self._rules: IgnoreRules | None = None
 
     def list(self, under: str | None = None) -> list[str]:
+        """On-disk paths (undecodable names surrogate-escaped), each one a record."""
         if self.git is not None:
-            files = self.git.ls_files([under] if under else [])
+            files, unopened = self.git.list_files([under] if under else [])
+            specials = [p for p in special_files(self.root, files) if p not in set(files)]
+            files = sorted({*files, *unopened, *(set(specials) - self.git.ignored(specials))})
         elif self._rules is None and not under:  # one walk both lists and loads the rules
             self._rules = IgnoreRules()
             files = walk(self.root, self._rules)
         else:
             files = walk(self.root, self._plain_rules(), under or "")
-        kept = [f for f in files if portable(f)]
-        if len(kept) != len(files):
-            log.warning("paths_skipped", reason="not_utf8", count=len(files) - len(kept))
+        kept = without_collisions(self.root, files)
+        undecodable = sum(1 for f in kept if not portable(f))
+        if undecodable:
+            log.warning("undecodable_names_listed", count=undecodable)
         return kept
 
     def ignored(self, paths: Iterable[str]) -> set[str]:
@@ -191,10 +233,11 @@ def read_drafts(
     drafts = []
     for path in paths:
         read = read_work_file(tree.root, path, max_bytes=max_bytes)
+        wire = wire_path(path)
         if read is not None and (present is None or path in present):
-            drafts.append(read.changed(path, origin="scan", commit=commit, working_tree=True))
+            drafts.append(read.changed(wire, origin="scan", commit=commit, working_tree=True))
         elif present is not None:
-            drafts.append(deleted(path, origin="scan", commit=commit, working_tree=True))
+            drafts.append(deleted(wire, origin="scan", commit=commit, working_tree=True))
     return drafts
 
 
@@ -235,7 +278,8 @@ async def reconcile(
     changes and the untracked files; one no longer present is a FileDeleted. When
     ``since_commit`` is unknown (history rewritten, gc) this is a full scan.
     ``extra_paths`` are read again too: the previous session's dirty paths, which no
-    diff against ``since_commit`` can reveal once they are reverted.
+    diff against ``since_commit`` can reveal once they are reverted; so are the records
+    git knows nothing of (special files, directories it could not open).
     """
 
     def plan() -> _Plan | None:
@@ -248,8 +292,9 @@ async def reconcile(
         committed = {c.path for c in git.diff(since_commit, commit)}
         uncommitted = {c.path for c in git.diff_work_tree(commit)}
         untracked = git.ls_files(tracked=False)
-        paths = sorted({*committed, *uncommitted, *untracked, *extra_paths})
         listed = tree.list()
+        unseen_by_git = set(listed) - set(git.ls_files())  # specials, unopened directories
+        paths = sorted({*committed, *uncommitted, *untracked, *extra_paths, *unseen_by_git})
         return _Plan(paths, set(listed), listed, commit, branch)
 
     planned = await asyncio.to_thread(plan)

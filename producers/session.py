@@ -4,12 +4,20 @@ The order matters. The watcher starts first, so that a file saved during the sca
 not missed; what it sees is held until the scan's barrier is emitted and then read
 afresh, so that the scan cannot overwrite a newer save. The commit follower starts
 from the commit the scan saw, so that a commit made during the scan is followed.
+
+Before any of it, the session claims the repository (issue 15): its epoch is one more
+than the largest the caller knows (``known_epoch``), and a LeaseWatch tells it when a
+greater lease has claimed the repository since; the session then stops on its own
+(``producer_fenced``, a last status in state ``fenced``), the other repositories of
+the process going on. Two roots of one process that are the same repository (two
+clones of one origin) would fence each other: ``unique_repositories`` keeps the first.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +25,7 @@ import structlog
 
 from producers.follower import CommitFollower
 from producers.git import Git, is_work_tree
+from producers.lease import KnownEpoch, LeaseWatch, NoLeaseWatch, lease_of, next_epoch
 from producers.repo_id import repository_id
 from producers.scan import ScanOptions, ScanResult, WorkTree, full_scan, reconcile
 from producers.source import EventSink, Source
@@ -55,6 +64,35 @@ def describe_repository(root: Path) -> tuple[str, str | None, str | None]:
     return repository_id(tree.root, remote), tree.git.branch(), tree.git.head()
 
 
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A root left out because an earlier root is the same repository."""
+
+    root: Path
+    kept: Path
+    repo: str
+
+
+def unique_repositories(
+    roots: Sequence[tuple[Path, str]],
+) -> tuple[list[tuple[Path, str]], list[Skipped]]:
+    """``(root, repository id)`` pairs, split into those followed and those skipped.
+
+    The rule: the first root named for a repository id is followed; each later root of
+    the same id is skipped (two producers of one repository would fence each other,
+    and the winner would depend on timing). Order is kept."""
+    first: dict[str, Path] = {}
+    kept: list[tuple[Path, str]] = []
+    skipped: list[Skipped] = []
+    for root, repo in roots:
+        if repo in first:
+            skipped.append(Skipped(root, first[repo], repo))
+        else:
+            first[repo] = root
+            kept.append((root, repo))
+    return kept, skipped
+
+
 async def run_source(
     root: Path,
     sink: EventSink,
@@ -62,16 +100,32 @@ async def run_source(
     *,
     since_commit: str | None,
     stop: asyncio.Event,
+    known_epoch: KnownEpoch = lambda repo: 0,
+    leases: LeaseWatch | None = None,
 ) -> None:
-    """Produce one repository's events until ``stop`` is set."""
+    """Produce one repository's events until ``stop`` is set, or until a greater lease
+    claims the repository (seen through ``leases``)."""
     tree = await asyncio.to_thread(open_work_tree, root)
     repo, branch, head = await asyncio.to_thread(describe_repository, tree.root)
-    source = Source(repo, str(tree.root), sink, heartbeat_s=options.heartbeat_s)
+    epoch = next_epoch(known_epoch(repo))
+    source = Source(repo, str(tree.root), sink, heartbeat_s=options.heartbeat_s, epoch=epoch)
     source.observe(branch=branch, head_commit=head, state="scanning")
-    log.info("source_started", repo=repo, root=str(tree.root), branch=branch, head=head)
+    log.info(
+        "source_started",
+        repo=repo,
+        root=str(tree.root),
+        branch=branch,
+        head=head,
+        producer=source.producer,
+        epoch=epoch,
+    )
+    done = asyncio.Event()  # this repository's stop: the process's, or its being fenced
     try:
         async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(_heartbeats(source, options.heartbeat_s, stop), name="heartbeat")
+            tasks.create_task(_relay(stop, done), name="stop")
+            tasks.create_task(_fencing(source, leases or NoLeaseWatch(), done), name="lease-watch")
+            await source.claim()
+            tasks.create_task(_heartbeats(source, options.heartbeat_s, done), name="heartbeat")
             ready, watcher = asyncio.Event(), None
             if options.watch:
                 watcher = Watcher(
@@ -81,9 +135,9 @@ async def run_source(
                     debounce_ms=options.debounce_ms,
                     batch_size=options.batch_size,
                 )
-                tasks.create_task(watcher.run(stop, ready), name="watcher")
+                tasks.create_task(watcher.run(done, ready), name="watcher")
                 await watcher.watching.wait()
-            result = await _scan(source, tree, options, since_commit, stop)
+            result = await _scan(source, tree, options, since_commit, done)
             if result is not None:
                 if watcher is not None:
                     watcher.known.update(result.listed)
@@ -92,14 +146,48 @@ async def run_source(
                 ready.set()
                 if options.follow and tree.git is not None:
                     follower = _follower(source, tree.git, result, options)
-                    tasks.create_task(follower.run(stop), name="follower")
-            await stop.wait()
+                    tasks.create_task(follower.run(done), name="follower")
+            await done.wait()
     finally:
-        source.observe(state="stopped")
+        source.observe(state="stopped")  # a fenced source stays "fenced"
         # Said once if the broker answers; a broker already gone must not hold the stop.
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(source.heartbeat(), options.heartbeat_s)
-        log.info("source_stopped", repo=repo, last_seq=source.last_seq)
+        log.info("source_stopped", repo=repo, last_seq=source.last_seq, state=source.state)
+
+
+async def _relay(stop: asyncio.Event, done: asyncio.Event) -> None:
+    """The process's stop ends this repository too."""
+    waiting, ending = asyncio.ensure_future(stop.wait()), asyncio.ensure_future(done.wait())
+    try:
+        await asyncio.wait([waiting, ending], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiting.cancel()
+        ending.cancel()
+    done.set()
+
+
+async def _fencing(source: Source, leases: LeaseWatch, done: asyncio.Event) -> None:
+    """Stop the session (``done``) when a greater lease claims its repository."""
+    watching = asyncio.ensure_future(leases.fenced(source.repo, source.lease))
+    ending = asyncio.ensure_future(done.wait())
+    try:
+        await asyncio.wait([watching, ending], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        ending.cancel()
+        if not watching.done():
+            watching.cancel()
+    if watching.done() and not watching.cancelled():
+        by = watching.result()
+        source.fence(lease_of(by))
+        log.warning(
+            "producer_fenced",
+            repo=source.repo,
+            lease=list(source.lease),
+            by=list(lease_of(by)),
+            by_root=by.root,
+        )
+        done.set()
 
 
 async def _heartbeats(source: Source, every_s: float, stop: asyncio.Event) -> None:

@@ -14,6 +14,28 @@ knows none, it emits FileDeleted for the path itself, which a consumer should re
 
 Changes seen before ``ready`` is set (while the initial scan runs) are held and then
 emitted as read at that moment, so a scan can never overwrite a newer save.
+
+Nothing in the tree's contents ends the watcher (issue 15). The OS watches are placed
+with ``ignore_permission_denied``, so an unreadable directory is simply not watched;
+notify follows directory symlinks (watchfiles 1.3 has no option against it), so a
+link leading out of the root is watched through, but every event below a symlinked
+directory is dropped before it is read (the link itself is one
+``symlink_outside_repository`` record). Whatever still makes the notifier fail (a
+name that is not UTF-8 raises ``WatchfilesRustInternalError``: the whole batch is
+lost; a polled symlink loop; an error from a tree outside the root) is logged as
+``watch_failed``; after a capped backoff the notifier is started again and the
+watcher *resyncs*: it lists the tree and emits FileDeleted for the known paths gone,
+and FileChanged for the paths new or whose ``signature`` (mtime, ctime, size, inode,
+mode) differs from the one taken when the path was last read (or when ``ready`` was
+set). So a change made during the outage is emitted, and an undecodable name appears
+as its ``undecodable_name`` record (see producers/file_reader.py for its event path).
+A failure before ``ready`` re-reads every listed file once the scan is over, since no
+signature predates it. ``restarts`` counts the restarts.
+
+A directory recorded as ``unreadable_directory`` that becomes readable (its chmod is
+an event on the directory) is listed again at once: its files are emitted and the
+directory's record deleted; the notifier is then restarted (it placed no watch inside
+while it was unreadable) and the tree resynced.
 """
 
 from __future__ import annotations
@@ -22,19 +44,32 @@ import asyncio
 import bisect
 import contextlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import structlog
 from watchfiles import Change, awatch
 
 from producers.events import FileChanged
-from producers.file_reader import deleted, portable, read_work_file
+from producers.file_reader import (
+    deleted,
+    listable,
+    portable,
+    read_work_file,
+    signature,
+    wire_path,
+)
 from producers.git import GitError
 from producers.scan import WorkTree
 from producers.source import Draft, Source
 
 log = structlog.get_logger()
+
+WatchFn = Callable[..., AsyncIterator[set[tuple[Change, str]]]]
+"""``watchfiles.awatch`` or a stand-in with its keyword arguments (tests inject one)."""
+Signature = tuple[int, ...] | None
+DECODE_FAILURE_MAX_BACKOFF_S = 2.0
 
 
 class KnownFiles:
@@ -106,36 +141,98 @@ class Watcher:
         debounce_ms: int = 100,
         batch_size: int = 200,
         known: KnownFiles | None = None,
+        watch: WatchFn = awatch,
+        backoff_s: float = 0.25,
+        max_backoff_s: float = 30.0,
     ) -> None:
         self.source, self.tree = source, tree
         self.max_bytes, self.debounce_ms, self.batch_size = max_bytes, debounce_ms, batch_size
         self.known = known if known is not None else KnownFiles()
         self.watching = asyncio.Event()  # set once the OS watches are in place
+        self.restarts = 0  # notifier failures survived
+        self._watch, self._backoff_s, self._max_backoff_s = watch, backoff_s, max_backoff_s
         self._pending: dict[str, set[Change]] = {}
         self._wake = asyncio.Event()
         self._failures = 0
+        self._collector_failures = 0  # in a row: reset by each batch a notifier delivers
+        self._signatures: dict[str, Signature] = {}
+        self._rewatch = False  # a restart without a failure (a directory became readable)
 
     async def run(self, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
-        """Watch until ``stop``; hold what is seen until ``ready`` (the scan's end)."""
-        collector = asyncio.create_task(self._collect(stop), name="watch-collector")
+        """Watch until ``stop``; hold what is seen until ``ready`` (the scan's end).
+
+        Never ends before ``stop`` because of the notifier: it is restarted instead.
+        """
+        if ready is None:  # ``known`` is final: its signatures predate every change
+            await asyncio.to_thread(self._take_signatures)
+        collector = self._start(stop)
         # awatch registers its watches synchronously in its first step, which the
         # scheduler runs before this task resumes: after this, nothing is missed.
         await asyncio.sleep(0)
         self.watching.set()
         try:
-            if ready is not None:
+            resync_all = False
+            while ready is not None and not ready.is_set() and not stop.is_set():
                 await _first_of(collector, stop, ready)
-            while not stop.is_set() and not collector.done():
+                if collector.done() and not stop.is_set():
+                    collector = await self._restart(collector, stop, resync=False)
+                    resync_all = True  # no signature predates the outage
+            if stop.is_set():
+                return
+            if resync_all:
+                await self._resync(everything=True)
+            elif ready is not None:  # the scan's listing is in ``known`` now
+                await asyncio.to_thread(self._take_signatures)
+            while not stop.is_set():
+                if collector.done() or self._rewatch:
+                    collector = await self._restart(collector, stop)
+                    continue
                 await _first_of(collector, stop, self._wake)
                 self._wake.clear()
                 batch, self._pending = self._pending, {}
                 if batch:
                     await self._flush_or_retry(batch, stop)
-            if collector.done():
-                collector.result()  # a failed watch ends the watcher with its error
         finally:
             collector.cancel()
             await asyncio.gather(collector, return_exceptions=True)
+
+    def _start(self, stop: asyncio.Event) -> asyncio.Task[None]:
+        return asyncio.create_task(self._collect(stop), name="watch-collector")
+
+    async def _restart(
+        self, collector: asyncio.Task[None], stop: asyncio.Event, *, resync: bool = True
+    ) -> asyncio.Task[None]:
+        """A new notifier after a failure (logged, capped backoff) or a rewatch; then,
+        with its watches in place, a resync emits what the outage hid."""
+        error: BaseException | None = None
+        if collector.done() and not collector.cancelled():
+            error = collector.exception() or RuntimeError("the watch ended by itself")
+        collector.cancel()
+        await asyncio.gather(collector, return_exceptions=True)
+        if error is not None or not self._rewatch:
+            self.restarts += 1
+            self._collector_failures += 1
+            # Opening an undecodable name (an editor, grep, or git status comparing a
+            # racily clean entry: ours too) fails the notifier every time; a short cap
+            # keeps the resyncs that catch up timely without spinning.
+            cap_s = self._max_backoff_s
+            if "Unable to decode path" in repr(error):
+                cap_s = min(cap_s, DECODE_FAILURE_MAX_BACKOFF_S)
+            delay_s = min(cap_s, self._backoff_s * 2 ** (self._collector_failures - 1))
+            log.warning(
+                "watch_failed", error=repr(error), restarts=self.restarts, retry_in_s=delay_s
+            )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay_s)
+        else:
+            log.info("watch_rewatched", root=str(self.tree.root))
+        self._rewatch = False
+        collector = self._start(stop)
+        await asyncio.sleep(0)  # the new watches are in place before the tree is listed
+        log.info("watch_restarted", root=str(self.tree.root), restarts=self.restarts)
+        if resync and not stop.is_set():
+            await self._resync()
+        return collector
 
     async def _collect(self, stop: asyncio.Event) -> None:
         try:
@@ -147,15 +244,17 @@ class Watcher:
     async def _consume(self, stop: asyncio.Event, *, force_polling: bool) -> None:
         root = str(self.tree.root)
         step = max(10, min(50, self.debounce_ms))
-        changes_iter = awatch(
+        changes_iter: Any = self._watch(
             root,
             watch_filter=None,
             debounce=self.debounce_ms,
             step=step,
-            stop_event=stop,
+            stop_event=_OwnStop(stop),
             force_polling=force_polling,
+            ignore_permission_denied=True,
         )
         async for raw in changes_iter:
+            self._collector_failures = 0
             for path, kinds in relative_changes(root, raw).items():
                 self._pending.setdefault(path, set()).update(kinds)
             self._wake.set()
@@ -177,14 +276,44 @@ class Watcher:
             self._wake.set()
 
     async def flush(self, changes: Mapping[str, set[Change]]) -> list[Draft]:
-        """Read, emit and record one coalesced batch; returns the drafts emitted.
+        """Read, emit and record one coalesced batch; returns the drafts emitted."""
+        files, gone, commit = await asyncio.to_thread(self._plan, changes)
+        return await self._emit(files, gone, commit)
 
-        Deletions go first, then the files are read ``batch_size`` at a time, so that a
+    async def _resync(self, *, everything: bool = False) -> list[Draft]:
+        """List the tree; emit what differs from ``known`` and the signatures kept."""
+        files, gone, commit = await asyncio.to_thread(self._resync_plan, everything)
+        emitted = await self._emit(files, gone, commit)
+        log.info("watch_resynced", files_read=len(files), deleted=len(gone), full=everything)
+        return emitted
+
+    def _resync_plan(self, everything: bool) -> tuple[list[str], list[str], str | None]:
+        listed = self.tree.list()
+        root, known = self.tree.root, self.known.snapshot()
+        files = [
+            p
+            for p in listed
+            if everything or p not in known or signature(root, p) != self._signatures.get(p)
+        ]
+        gone = sorted(known - set(listed))
+        commit = self.tree.git.head() if self.tree.git else None
+        return files, gone, commit
+
+    def _take_signatures(self) -> None:
+        root = self.tree.root
+        for path in self.known.snapshot() - self._signatures.keys():
+            self._signatures[path] = signature(root, path)
+
+    async def _emit(self, files: list[str], gone: list[str], commit: str | None) -> list[Draft]:
+        """Deletions go first, then the files are read ``batch_size`` at a time, so that a
         checkout touching thousands of files never holds all their contents at once.
         """
-        files, gone, commit = await asyncio.to_thread(self._plan, changes)
-        emitted = [deleted(p, origin="watch", commit=commit, working_tree=True) for p in gone]
+        emitted = [
+            deleted(wire_path(p), origin="watch", commit=commit, working_tree=True) for p in gone
+        ]
         self.known.discard(gone)
+        for path in gone:
+            self._signatures.pop(path, None)
         for start in range(0, len(emitted), self.batch_size):
             await self.source.emit(emitted[start : start + self.batch_size])
         for start in range(0, len(files), self.batch_size):
@@ -215,19 +344,26 @@ class Watcher:
         missing = sorted(set(changes) - set(present))
         ignored = tree.ignored([*present, *(m for m in missing if m not in self.known)])
         files: set[str] = set()
+        gone: set[str] = set()
         for path in present:
+            full = root / path
             if path in ignored:
                 continue
-            if not (root / path).is_dir() or (root / path).is_symlink():
+            if not full.is_dir() or full.is_symlink():
                 files.add(path)
-            elif Change.added in changes[path]:  # created or moved in: list what it holds
-                files.update(tree.list(under=path))
-        gone = set(expand_deletions((m for m in missing if m not in ignored), self.known))
+            elif Change.added in changes[path] or path in self.known or not listable(full):
+                # created or moved in, or unreadable (now or before): list what it holds
+                listed = tree.list(under=path)
+                files.update(listed)
+                if path in self.known and path not in listed:  # readable at last
+                    gone.add(path)
+                    self._rewatch = True  # the notifier placed no watch inside it
+        gone |= set(expand_deletions((m for m in missing if m not in ignored), self.known))
         if resync:
-            listed = set(tree.list())
+            listed_all = set(tree.list())
             known = self.known.snapshot()
-            files |= listed - known
-            gone |= known - listed
+            files |= listed_all - known
+            gone |= known - listed_all
         commit = tree.git.head() if tree.git else None
         return sorted(files), sorted(gone - files), commit
 
@@ -235,21 +371,42 @@ class Watcher:
         """FileChanged per file; FileDeleted for one that vanished since it was listed."""
         drafts, changed, vanished = [], [], []
         for path in files:
+            before = signature(self.tree.root, path)  # before the read: a later write differs
             read = read_work_file(self.tree.root, path, max_bytes=self.max_bytes)
+            wire = wire_path(path)
             if read is None:
                 vanished.append(path)
-                drafts.append(deleted(path, origin="watch", commit=commit, working_tree=True))
+                self._signatures.pop(path, None)
+                drafts.append(deleted(wire, origin="watch", commit=commit, working_tree=True))
             else:
                 changed.append(path)
-                drafts.append(read.changed(path, origin="watch", commit=commit, working_tree=True))
+                self._signatures[path] = before
+                drafts.append(read.changed(wire, origin="watch", commit=commit, working_tree=True))
         self.known.discard(vanished)
         self.known.update(changed)
         return drafts
 
 
+class _OwnStop:
+    """The stop event one notifier sees: ``stop``, or its own flag, which awatch sets
+    when it is cancelled (a restart) and which must not stop the whole watcher."""
+
+    def __init__(self, stop: asyncio.Event) -> None:
+        self._stop, self._own = stop, False
+
+    def is_set(self) -> bool:  # called from the notifier's thread: two plain reads
+        return self._own or self._stop.is_set()
+
+    def set(self) -> None:
+        self._own = True
+
+
 def _below_symlink(root: Path, path: str) -> bool:
     parent = (root / path).parent
-    return parent != root and parent.resolve() != parent
+    try:
+        return parent != root and parent.resolve() != parent
+    except (OSError, RuntimeError):  # a loop (RuntimeError before Python 3.13): below one
+        return True
 
 
 async def _first_of(task: asyncio.Task[None], *events: asyncio.Event) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Callable
+from typing import Literal
 
 from fastapi import FastAPI, HTTPException, Query, Response
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -11,6 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from query.churn_api import create_churn_routes
 from query.dashboard import create_dashboard_routes
 from query.graph_search_api import create_graph_search_routes
+from query.host_check import HostCheck, HostRule
 from query.metrics import METRICS_PATH, QueryTimer, exposition, service_registry
 from query.neighborhood_api import create_neighborhood_routes
 from query.read_model import ReadModel, RepoView
@@ -32,18 +34,48 @@ from stores.freshness import Freshness
 from stores.records import FileRecord
 
 MAX_PAGE = 1000
+GLOB_CHARS = frozenset("*?[")
+FreshnessStatus = Literal["fresh", "stale", "updating"]
+STATUS = Query(None, description="only the repositories of this freshness status")
 
 
-def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
+def root_name(root: str) -> str:
+    """A repository root's base name: the one part of its path on the producer's
+    machine that answers show (the path itself tells a stranger where things live)."""
+    return root.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+
+
+def name_matches(pattern: str, repo: str, view: RepoView) -> bool:
+    """``pattern`` (a substring, or a glob when it holds * ? [) against the id and
+    the root directory name, case-insensitively."""
+    names = [repo.lower()]
+    if view.status is not None:
+        names.append(root_name(view.status.root).lower())
+    pattern = pattern.lower()
+    if GLOB_CHARS.intersection(pattern):
+        return any(fnmatch.fnmatchcase(n, pattern) for n in names)
+    return any(pattern in n for n in names)
+
+
+def create_api(
+    model: ReadModel, ready: Callable[[], bool], *, hosts: HostRule | None = None
+) -> FastAPI:
     """The endpoints are coroutines on purpose: they run on the event loop that feeds the
     read model, so a request never sees the model half-way through a delta (FastAPI runs
-    plain functions in a thread pool, beside the loop)."""
+    plain functions in a thread pool, beside the loop).
+
+    ``hosts``: the Host names every route answers to (query/host_check.py; the service
+    passes `host_rule` of its bind address); None: any, for an app called in process
+    (tests, the stdio MCP server's schema)."""
     api = FastAPI(
         title="Gazetteer",
         description="Where things are in an organization's code, and how far to trust it.",
         version="0.1.0",
     )
     api.add_middleware(QueryTimer)
+    api.state.host_rule = hosts  # mount_mcp's in-process calls pass the same check
+    if hosts is not None:
+        api.add_middleware(HostCheck, rule=hosts)  # outermost: a refusal does no work
     registry = service_registry(model)
 
     def repo_view(repo: str) -> RepoView:
@@ -59,7 +91,7 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
         state = view.state
         return Repository(
             repo=state.repo,
-            root=view.status.root if view.status else None,
+            name=root_name(view.status.root) if view.status else None,
             branch=state.branch or (view.status.branch if view.status else None),
             files=len(state.files),
             symbols=sum(len(r.symbols) for r in state.files.values()),
@@ -81,14 +113,31 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
         )
 
     @api.get("/repositories", response_model=RepositoryList)
-    async def repositories() -> RepositoryList:
-        """Every indexed repository with its counts and freshness."""
-        items = [repository(model.repos[r]) for r in sorted(model.repos)]
-        return RepositoryList(total=len(items), items=items)
+    async def repositories(
+        name: str | None = Query(
+            None,
+            max_length=200,
+            description="a repository's id or root directory name: a substring, or a glob "
+            "when it holds * ? or [ (e.g. 'billing-*')",
+        ),
+        status: FreshnessStatus | None = STATUS,
+        offset: int = Query(0, ge=0),
+        limit: int = Query(100, ge=1, le=MAX_PAGE),
+    ) -> RepositoryList:
+        """The indexed repositories with their counts and freshness, by id, filtered and
+        paged, with the true total."""
+        matched = [
+            r
+            for r in sorted(model.repos)
+            if (name is None or name_matches(name, r, model.repos[r]))
+            and (status is None or model.freshness(r).status == status)
+        ]
+        page = [repository(model.repos[r]) for r in matched[offset : offset + limit]]
+        return RepositoryList(total=len(matched), offset=offset, limit=limit, items=page)
 
     @api.get("/repositories/{repo}", response_model=Repository)
     async def one_repository(repo: str) -> Repository:
-        """One repository: counts, branch, root and freshness."""
+        """One repository: counts, branch, root directory name and freshness."""
         return repository(repo_view(repo))
 
     @api.get("/repositories/{repo}/freshness", response_model=Freshness)
@@ -139,7 +188,13 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
         )
 
     @api.get("/repositories/{repo}/files/{path:path}", response_model=FileDetail)
-    async def file_detail(repo: str, path: str) -> FileDetail:
+    async def file_detail(
+        repo: str,
+        path: str,
+        limit: int = Query(
+            200, ge=1, le=MAX_PAGE, description="at most this many of each list (their totals)"
+        ),
+    ) -> FileDetail:
         """One file: symbols with line ranges, imports, what it depends on and is used by."""
         view = repo_view(repo)
         record = file_record(view, path)
@@ -172,13 +227,17 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
             sections=[f"L{s.line_start}-{s.line_end}: {s.label}" for s in record.sections],
             keywords=[k.term for k in record.keywords],
             references=view.references.get(record.path, len(record.references)),
-            symbols=list(record.symbols),
+            symbols=list(record.symbols[:limit]),
+            symbols_total=len(record.symbols),
             imports=[
                 ImportOut(module=i.module, names=list(i.names), level=i.level, line=i.line)
-                for i in record.imports
+                for i in record.imports[:limit]
             ],
-            depends_on=depends_on,
-            imported_by=imported_by,
+            imports_total=len(record.imports),
+            depends_on=depends_on[:limit],
+            depends_on_total=len(depends_on),
+            imported_by=imported_by[:limit],
+            imported_by_total=len(imported_by),
             freshness=model.freshness(repo),
         )
 
@@ -187,8 +246,11 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
         repo: str,
         path: str = Query(..., description="the file's path in the repository"),
         kind: str | None = Query(None, description="CLASS, FUNCTION, METHOD, ..."),
+        offset: int = Query(0, ge=0),
+        limit: int = Query(200, ge=1, le=MAX_PAGE),
     ) -> SymbolPage:
-        """The symbols a file defines, optionally of one kind."""
+        """The symbols a file defines (in source order), optionally of one kind, paged,
+        with the true total."""
         view = repo_view(repo)
         record = file_record(view, path)
         items = [s for s in record.symbols if kind is None or s.kind == kind.upper()]
@@ -196,7 +258,9 @@ def create_api(model: ReadModel, ready: Callable[[], bool]) -> FastAPI:
             repo=repo,
             path=record.path,
             total=len(items),
-            items=items,
+            offset=offset,
+            limit=limit,
+            items=items[offset : offset + limit],
             freshness=model.freshness(repo),
         )
 

@@ -4,7 +4,8 @@ neighborhood snapshots, ranking profiles.
 Each query replica reads every partition from the beginning without a consumer group
 (replicas do not share work: each holds the whole read side), so a restarted replica
 rebuilds exactly the state it served before. It reports ``ready`` once it has read up
-to the end offsets it saw at start.
+to the end offsets it saw at start. After a broker reset (`reset`, issue 15) the next
+``run`` reads the new topics from the start into an emptied model.
 """
 
 from __future__ import annotations
@@ -77,12 +78,28 @@ class Materializer:
                 await self._report_lag(consumer)
                 if not self.ready.is_set() and await self._caught_up(consumer):
                     self.ready.set()
+                    self.model.rebuilding = False
                     log.info("materializer_ready", messages=self.messages)
                     self._settle_due = self._unsettled >= SETTLE_AFTER_CHANGES
                 if self._settle_due:
                     self._settle()
         finally:
             await consumer.stop()
+
+    def reset(self, reason: str) -> None:
+        """The topics were lost (a broker that came back empty): forget what was read.
+
+        Call between two ``run``s: the next one reads the new topics from offset 0 into
+        a model whose repositories are listed and empty, and reports ``ready`` again
+        once it has caught up; until then the model answers ``reason``.
+        """
+        self.ready.clear()
+        self.model.reset(reason)
+        self._targets = {}
+        self._parts = DeltaAssembler()
+        self._unsettled, self._settle_due = 0, False
+        self.messages = 0
+        self.lag = {}
 
     @property
     def _names(self) -> tuple[str, ...]:

@@ -11,7 +11,6 @@ refusal becomes a tool error carrying the service's message.
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from mcp.types import (
 from starlette.routing import Route
 
 from query.api import create_api
+from query.host_check import HostRule
 from query.read_model import ReadModel
 from query.service_client import QueryError, expand, get_json
 
@@ -73,7 +73,7 @@ for ``one_repository``)."""
 UNDOCUMENTED: Mapping[str, str] = {
     "health": "Whether the read side has caught up with the topics as of start.",
     "repositories": "Each indexed repository with its counts and freshness.",
-    "repository": "One repository: root, branch, counts, dead letters and freshness.",
+    "repository": "One repository: name, branch, counts, dead letters and freshness.",
     "freshness": "How far to trust a repository's index: status, lag, pending events.",
     "files": "A repository's files, filtered and paged, with the true total.",
     "file_detail": "One file: language, size, lines, symbols with line ranges, imports, "
@@ -233,39 +233,28 @@ class McpEndpoint:
             yield
 
 
-def mount_mcp(api: FastAPI, *, host: str, path: str = "/mcp") -> McpEndpoint:
+def mount_mcp(api: FastAPI, *, path: str = "/mcp") -> McpEndpoint:
     """Serve the tools at ``path`` on ``api`` itself, calling it in-process.
 
     Stateless, JSON answers: every MCP request stands alone, so any replica answers it,
-    and no session or open stream outlives the request that made it.
+    and no session or open stream outlives the request that made it. The Host and Origin
+    headers are checked by the app, for /mcp as for every route (`create_api`'s
+    ``hosts``, query/host_check.py): one rule, so the SDK's own check is off, and the
+    tools call the API under a Host that rule accepts.
     """
+    rule: HostRule | None = getattr(api.state, "host_rule", None)
+    own = rule.own_name if rule is not None else "gazetteer.internal"
     client = httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=api), base_url="http://gazetteer.internal", timeout=60
+        transport=httpx.ASGITransport(app=api), base_url=f"http://{own}", timeout=60
     )
     manager = StreamableHTTPSessionManager(
         app=create_server(client, operations(api.openapi())),
         json_response=True,
         stateless=True,
-        security_settings=rebinding_protection(host),
+        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     api.router.routes.append(Route(path, StreamableHTTPASGIApp(manager), include_in_schema=False))
     return McpEndpoint(manager, client)
-
-
-def rebinding_protection(host: str) -> TransportSecuritySettings | None:
-    """On loopback, refuse other Host/Origin headers (DNS rebinding), as the SDK does;
-    on another address, the Host names are the deployment's to know."""
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
-        return None
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-    )
 
 
 async def serve_stdio(url: str) -> None:

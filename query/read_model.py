@@ -31,6 +31,12 @@ log = structlog.get_logger(__name__)
 
 RECENT_DEAD_LETTERS = 100
 
+REJECTED_RECENT_S = 300.0
+"""How long a rejected event (fenced, forged, ...) is said in a repository's freshness."""
+
+PRODUCERS_KEPT = 16
+"""Statuses kept per repository for display, the owner's and the fenced ones'."""
+
 
 RECENT_CHANGES = 500
 """Neighborhood changes kept per repository (the last snapshots' worth, for operators)."""
@@ -45,10 +51,26 @@ class StampedChange:
     change: NeighborhoodChangeRecord
 
 
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """Who owns a repository's events: the lease its state applied (issue 15)."""
+
+    producer: str
+    epoch: int
+    host: str
+    root: str
+
+
 @dataclass
 class RepoView:
+    """One repository as the read side holds it. ``status`` is the owner's: the last one
+    of the greatest lease seen; ``statuses`` the last one of every producer seen
+    (fenced ones too, for display; they never count as progress)."""
+
     state: RepoState
     status: SourceStatus | None = None
+    statuses: dict[str, SourceStatus] = field(default_factory=dict)
+    rejected: tuple[float, str] | None = None  # (failed_at, reason) of the last rejected
     clock: BatchClock = field(default_factory=BatchClock)
     dead_letters: int = 0
     file_graph: FileGraphState | None = None
@@ -57,6 +79,24 @@ class RepoView:
     changes: deque[StampedChange] = field(default_factory=lambda: deque(maxlen=RECENT_CHANGES))
     churn: ChurnLedger = field(default_factory=ChurnLedger)
     references: dict[str, int] = field(default_factory=dict)  # path -> references found
+
+    @property
+    def owner(self) -> Owner | None:
+        lease = self.state.lease
+        if lease is None:
+            return None
+        return Owner(lease.producer, lease.epoch, lease.host, lease.root)
+
+    @property
+    def fenced_producers(self) -> list[tuple[int, str]]:
+        """Leases older than the owner's, from the state and from statuses, newest first."""
+        owner = self.state.lease.key if self.state.lease is not None else None
+        if self.status is not None:
+            seen = (self.status.epoch, self.status.producer)
+            owner = seen if owner is None or seen > owner else owner
+        leases = {f.lease.key for f in self.state.fenced}
+        leases |= {(s.epoch, s.producer) for s in self.statuses.values()}
+        return sorted((k for k in leases if owner is not None and k < owner), reverse=True)
 
     @property
     def neighborhoods_stale(self) -> bool:
@@ -87,6 +127,61 @@ class ReadModel:
                 retrieval=RepoRetrieval(repo, self.dense),
             )
         return view
+
+    # ---- broker reset (issue 15): the log the state was folded from is gone.
+    reset_reason: str | None = None
+    """Why the state was last dropped: every answer of a repository carries it until
+    the repository is fresh again."""
+    rebuilding: bool = False
+    """Set by `reset`, cleared by the materializer once it has re-read the new log."""
+    reset_at: float | None = None
+    _recovered: frozenset[str] = frozenset()  # fresh again since the reset
+    _checking: bool = False
+
+    def reset(self, reason: str) -> None:
+        """Drop every repository's state, keeping the repositories listed, so that it is
+        folded again from the new topics; until each is fresh again its answers say
+        ``reason``, and none says fresh while the new log is being read."""
+        for repo, old in list(self.repos.items()):
+            if self.dense is not None:
+                for path in old.state.files:
+                    self.dense.file_removed(repo, path)
+            del self.repos[repo]
+            self.view(repo)
+        self.dead_letters.clear()
+        self.ranking.clear()
+        self.reset_reason, self.rebuilding, self.reset_at = reason, True, self._clock()
+        self._recovered = frozenset()
+
+    def _reset_freshness(self, repo: str) -> Freshness | None:
+        """The freshness of a repository not yet fresh since a reset (None: no reset)."""
+        reason = self.reset_reason
+        if reason is None or self._checking or repo in self._recovered:
+            return None
+        view = self.repos[repo]
+        if self.rebuilding or view.status is None:
+            since = self.reset_at if self.reset_at is not None else self._clock()
+            return Freshness(
+                status="updating" if self.rebuilding else "stale",
+                indexed_commit=view.state.indexed_commit,
+                head_commit=None,
+                working_tree_dirty=False,
+                pending_events=0,
+                indexed_at=view.state.indexed_at,
+                lag_ms=round(max(0.0, self._clock() - since) * 1000, 1),
+                reason=reason,
+            )
+        self._checking = True
+        try:
+            answer = self.freshness(repo)
+        finally:
+            self._checking = False
+        if answer.status == "fresh":
+            self._recovered = self._recovered | {repo}
+            return answer
+        return answer.model_copy(update={"reason": f"{reason}: {answer.reason}"})
+
+    # ---- end of broker reset
 
     def apply_delta(self, delta: GraphDelta) -> bool:
         view = self.view(delta.repo)
@@ -145,19 +240,43 @@ class ReadModel:
         return self.ranking.get(repo) or self.ranking.get(EVERY_REPOSITORY)
 
     def apply_status(self, status: SourceStatus) -> None:
+        """Keep the status; it is the one freshness follows when its lease is the greatest
+        seen (a fenced producer's late statuses are kept for display only)."""
         view = self.view(status.repo)
+        view.statuses[status.producer] = status
+        if len(view.statuses) > PRODUCERS_KEPT:
+            oldest = min(view.statuses.values(), key=lambda s: (s.epoch, s.producer))
+            del view.statuses[oldest.producer]
+        held = view.status
+        if held is not None and (status.epoch, status.producer) < (held.epoch, held.producer):
+            return
         view.status = status
         view.clock.record(
             status.producer, status.batch_first_seq, status.last_seq, status.batch_started_at
         )
+
+    def known_epoch(self, repo: str) -> int:
+        """The largest lease epoch known for ``repo`` (0 if none): the state's and every
+        status's. A producer starting for it claims one more."""
+        view = self.repos.get(repo)
+        if view is None:
+            return 0
+        epochs = [s.epoch for s in view.statuses.values()]
+        if view.state.lease is not None:
+            epochs.append(view.state.lease.epoch)
+        return max(epochs, default=0)
 
     def apply_dead_letter(self, letter: DeadLetter, repo: str | None) -> None:
         self.dead_letters.append(letter)
         self.dead_letters_total += 1
         if repo is not None and repo in self.repos:
             self.repos[repo].dead_letters += 1
+            if letter.failure == "rejected":
+                self.repos[repo].rejected = (letter.failed_at, letter.reason)
 
     def freshness(self, repo: str) -> Freshness:
+        if (resetting := self._reset_freshness(repo)) is not None:
+            return resetting  # broker reset: see `reset`
         view = self.repos[repo]
         status = view.status
         producer = (
@@ -169,14 +288,22 @@ class ReadModel:
                 sent_at=status.sent_at,
                 heartbeat_s=status.heartbeat_s,
                 state=status.state,
+                epoch=status.epoch,
             )
             if status is not None
             else None
         )
         state = view.state
+        now = self._clock()
+        rejected = None
+        if view.rejected is not None and now - view.rejected[0] <= REJECTED_RECENT_S:
+            rejected = view.rejected[1]
         since = None
         if status is not None:
-            same = state.source is not None and state.source.producer == status.producer
+            same = state.source is not None and state.source.lease == (
+                status.epoch,
+                status.producer,
+            )
             applied_seq = state.source.seq if same and state.source else 0
             since = view.clock.oldest_pending_since(status.producer, applied_seq)
         return compute_freshness(
@@ -185,7 +312,8 @@ class ReadModel:
             indexed_commit=state.indexed_commit,
             indexed_at=state.indexed_at,
             oldest_pending_since=since,
-            now=self._clock(),
+            now=now,
+            rejected=rejected,
         )
 
 

@@ -17,7 +17,7 @@ from fastapi import APIRouter, HTTPException, Query
 from processors.retrieval.adjacency import Adjacency
 from processors.retrieval.context_pack import ContextPack, file_context, render
 from processors.retrieval.context_pack import symbol_context as symbol_pack
-from processors.retrieval.ranking import Proximity, RankWeights
+from processors.retrieval.ranking import MAX_QUESTION_CHARS, Proximity, RankWeights, question_read
 from processors.retrieval.session_memory import SessionMemory
 from query.neighborhood_api import StateCache
 from query.read_model import ReadModel, RepoView
@@ -158,7 +158,8 @@ def create_retrieval_routes(model: ReadModel) -> APIRouter:
     ) -> SearchPage:
         """Files ranked for a question, with the lines to read first."""
         view = repo_view(repo)
-        ranked, total = hits_for(view, q, limit, path_prefix, session)
+        read = question_read(q)
+        ranked, total = hits_for(view, read, limit, path_prefix, session)
         items: list[SearchHit] = []
         used = 0
         for item in ranked:
@@ -171,7 +172,9 @@ def create_retrieval_routes(model: ReadModel) -> APIRouter:
             sessions.touch(repo, session, [item.path for item in items[:3]])
         return SearchPage(
             repo=repo,
-            query=q,
+            query=read,
+            question_chars=len(q),
+            question_truncated=len(read) < len(q),
             retrievers=list(view.retrieval.retrievers),
             ranking=ranking_out(repo),
             total=total,
@@ -199,7 +202,8 @@ def create_retrieval_routes(model: ReadModel) -> APIRouter:
         """Where to start: the neighborhoods the first message falls in, with their
         entry points, cohesion and matched files (one-file neighborhoods left out)."""
         view = repo_view(repo)
-        found, _ = hits_for(view, q, hits, None, session)
+        read = question_read(q)
+        found, _ = hits_for(view, read, hits, None, session)
         records = {n.id: n for n in view.neighborhoods.neighborhoods} if view.neighborhoods else {}
         grouped: dict[str, list[SearchHit]] = {}
         for hit in found:
@@ -223,7 +227,9 @@ def create_retrieval_routes(model: ReadModel) -> APIRouter:
             sessions.touch(repo, session, [m.path for n in chosen for m in n.matched[:1]])
         return SessionStart(
             repo=repo,
-            query=q,
+            query=read,
+            question_chars=len(q),
+            question_truncated=len(read) < len(q),
             retrievers=list(view.retrieval.retrievers),
             total=len(ranked),
             neighborhoods=chosen,
@@ -258,7 +264,7 @@ def create_retrieval_routes(model: ReadModel) -> APIRouter:
             pack = question_pack(
                 view.state,
                 view.retrieval,
-                q,
+                question_read(q),
                 by_path,
                 budget=budget,
                 seeds=seeds,
@@ -270,14 +276,18 @@ def create_retrieval_routes(model: ReadModel) -> APIRouter:
             )
         if session:
             sessions.touch(repo, session, [t.path for t in pack.targets if t.path])
-        return context_out(repo, pack, model.freshness(repo))
+        truncated = None if q is None else len(q) > MAX_QUESTION_CHARS
+        return context_out(repo, pack, model.freshness(repo), question_truncated=truncated)
 
     return router
 
 
-def context_out(repo: str, pack: ContextPack, freshness: Freshness) -> ContextOut:
+def context_out(
+    repo: str, pack: ContextPack, freshness: Freshness, *, question_truncated: bool | None = None
+) -> ContextOut:
     return ContextOut(
         repo=repo,
+        question_truncated=question_truncated,
         title=pack.title,
         text=render(pack),
         tokens=pack.tokens,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from processors.retrieval.ranking import MAX_QUESTION_CHARS
 from stores.freshness import Freshness
 
 
@@ -40,7 +41,12 @@ class RankingOut(BaseModel):
 
 class SearchPage(BaseModel):
     repo: str
-    query: str
+    query: str = Field(description="the question as ranked")
+    question_chars: int = Field(description="the question's length, in characters")
+    question_truncated: bool = Field(
+        description=f"the question was longer than the ranking reads ({MAX_QUESTION_CHARS:,} "
+        "characters): it ranked `query`, the question's beginning"
+    )
     retrievers: list[str]
     ranking: RankingOut = Field(description="the weights the files were ranked with")
     total: int = Field(description="files matched before the cut")
@@ -61,7 +67,12 @@ class SeedNeighborhood(BaseModel):
 
 class SessionStart(BaseModel):
     repo: str
-    query: str
+    query: str = Field(description="the message as ranked")
+    question_chars: int = Field(description="the question's length, in characters")
+    question_truncated: bool = Field(
+        description=f"the question was longer than the ranking reads ({MAX_QUESTION_CHARS:,} "
+        "characters): it ranked `query`, the question's beginning"
+    )
     retrievers: list[str]
     total: int = Field(description="neighborhoods (of two files or more) the hits fell in")
     neighborhoods: list[SeedNeighborhood] = Field(description="the best, at most `top`")
@@ -71,6 +82,11 @@ class SessionStart(BaseModel):
 
 class ContextOut(BaseModel):
     repo: str
+    question_truncated: bool | None = Field(
+        description=f"for a question (q): it was longer than the ranking reads "
+        f"({MAX_QUESTION_CHARS:,} characters) and its beginning chose the targets; None "
+        "for a symbol or a file"
+    )
     title: str
     text: str = Field(description="for the agent: files grouped, targets marked [TARGET]")
     tokens: int = Field(description="estimated (characters / 4); never over the budget")

@@ -18,7 +18,10 @@ class Health(BaseModel):
 
 class Repository(BaseModel):
     repo: str
-    root: str | None
+    name: str | None = Field(
+        description="the root directory's name (its path on the producer's machine is not "
+        "served); None before the producer's first status"
+    )
     branch: str | None
     files: int
     symbols: int
@@ -29,7 +32,9 @@ class Repository(BaseModel):
 
 
 class RepositoryList(BaseModel):
-    total: int
+    total: int = Field(description="repositories matching the filters, before pagination")
+    offset: int
+    limit: int
     items: list[Repository]
 
 
@@ -78,17 +83,23 @@ class FileDetail(BaseModel):
     sections: list[str] = Field(description="'L1-25: imports', 'L26-80: class AuthService'")
     keywords: list[str] = Field(description="identifier parts, strongest first")
     references: int = Field(description="calls, reads and type uses found in the file")
-    symbols: list[SymbolRecord]
-    imports: list[ImportOut]
+    symbols: list[SymbolRecord] = Field(description="the first `limit`, in source order")
+    symbols_total: int
+    imports: list[ImportOut] = Field(description="the first `limit`, in source order")
+    imports_total: int
     depends_on: list[str] = Field(description="files and external modules this file imports")
+    depends_on_total: int
     imported_by: list[str] = Field(description="files of the repository that import this one")
+    imported_by_total: int
     freshness: Freshness
 
 
 class SymbolPage(BaseModel):
     repo: str
     path: str
-    total: int
+    total: int = Field(description="symbols of the kind asked, before pagination")
+    offset: int
+    limit: int
     items: list[SymbolRecord]
     freshness: Freshness
 

@@ -12,7 +12,7 @@ from pydantic import ConfigDict, Field
 
 from stores.records import Record
 
-FailureKind = Literal["malformed", "bug"]
+FailureKind = Literal["malformed", "bug", "rejected"]  # rejected: fenced, forged, ...
 
 
 class DeadLetter(Record):

@@ -11,14 +11,19 @@ limit for a repository some times larger) travels as several messages, its parts
 (`encode_parts`); readers put the parts back together (`DeltaAssembler`) and fold only
 whole deltas. A part is never applied alone, so a worker that stops between two parts
 leaves a delta nobody applied: its restored successor handles the event again.
+
+No message is larger than ``DELTA_PART_BYTES``, whatever the delta: a record too large
+for one part (the record of a 1 MB generated file encodes to 7.5 MB: its chunks' text,
+symbols and references) is cut into pieces of its JSON text, and so is a single string
+of any length; the bound on the number of messages is in `encode_parts` (issue 15: one
+such file used to cost 270,000 messages, the largest 15 MB).
 """
 
 from __future__ import annotations
 
-import math
 import uuid
 from collections.abc import Iterable
-from itertools import chain, pairwise
+from dataclasses import dataclass, field
 from typing import Literal
 
 import structlog
@@ -28,11 +33,36 @@ from stores.records import EdgeRecord, FileRecord, NodeRecord, Record
 
 
 class SourceMark(Record):
-    """The producer event a delta reflects: producer session, its sequence, its emit time."""
+    """The producer event a delta reflects: producer session, its sequence, its emit time,
+    and its lease epoch. Only events of the state's lease are applied, so the mark's
+    ``(epoch, producer)`` is the state's lease (1 for deltas written before leases)."""
 
     producer: str
     seq: int = Field(ge=1)
     emitted_at: float
+    epoch: int = Field(default=1, ge=1)
+
+    @property
+    def lease(self) -> tuple[int, str]:
+        return (self.epoch, self.producer)
+
+
+class LeaseRecord(Record):
+    """The lease a LeaseClaimed established (issue 15): who owns the repository's events.
+
+    Ordered by ``key``, ``(epoch, producer)``; ``public_key`` (Ed25519, hex) verifies the
+    signature of every event of the lease."""
+
+    producer: str
+    epoch: int = Field(ge=1)
+    public_key: str
+    host: str
+    root: str
+    claimed_at: float
+
+    @property
+    def key(self) -> tuple[int, str]:
+        return (self.epoch, self.producer)
 
 
 class CommitRecord(Record):
@@ -44,12 +74,24 @@ class CommitRecord(Record):
     subject: str = ""
 
 
+class DeltaPiece(Record):
+    """A slice of the JSON text of one record too large to travel whole: the pieces of
+    ``(field, at)`` in part order, joined, are that record's encoding."""
+
+    field: str = Field(description="the delta's list the record belongs to: 'files_upserted'")
+    at: int = Field(ge=0, description="the record's index in that list of the whole delta")
+    text: str
+
+
 class DeltaPart(Record):
     """Which message of a delta sent in parts this one is."""
 
     group: str = Field(description="the same for the parts of one encoding of one delta")
     index: int = Field(ge=0)
     count: int = Field(ge=2)
+    pieces: tuple[DeltaPiece, ...] = Field(
+        default=(), description="slices of records too large for one part (at most two)"
+    )
 
 
 class GraphDelta(Record):
@@ -74,6 +116,9 @@ class GraphDelta(Record):
     barrier: Literal["scan_completed", "commit_completed"] | None = None
     part: DeltaPart | None = Field(
         default=None, description="set on the messages of a delta sent in parts"
+    )
+    lease: LeaseRecord | None = Field(
+        default=None, description="set by a LeaseClaimed: the repository's lease from now on"
     )
 
     @property
@@ -101,8 +146,11 @@ def encode_delta(delta: GraphDelta) -> bytes:
 
 
 DELTA_PART_BYTES = 1024 * 1024
-"""The largest message a delta is encoded in, unless one record alone is larger: Kafka's
-default message limit, so that a repository of any size fits the topic's."""
+"""The largest message a delta is encoded in: Kafka's default message limit, so that a
+repository of any size, and a file of any size, fits the topic's."""
+SPLIT_ABOVE = 64 * 1024
+"""Records that encode to at most this many bytes always travel whole (a part that has
+no room for the next one closes); larger ones are cut to fill the part they start in."""
 _LISTS = (
     "files_removed",
     "files_upserted",
@@ -111,45 +159,128 @@ _LISTS = (
     "edges_removed",
     "edges_upserted",
 )
+_ELEMENT: dict[str, TypeAdapter[object]] = {
+    "files_removed": TypeAdapter(str),
+    "files_upserted": TypeAdapter(FileRecord),
+    "nodes_removed": TypeAdapter(str),
+    "nodes_upserted": TypeAdapter(NodeRecord),
+    "edges_removed": TypeAdapter(tuple[str, str, str]),
+    "edges_upserted": TypeAdapter(EdgeRecord),
+}
 _PARTS = uuid.UUID("5d0c6c55-1d3e-4f55-9d55-2a7a0f0e6b1c")
+_WIDE = 10**9  # index and count as wide as they may ever be, to measure the envelope
 
 
 def encode_parts(delta: GraphDelta, limit: int = DELTA_PART_BYTES) -> list[bytes]:
     """The messages ``delta`` is sent in: itself when it encodes within ``limit`` bytes,
-    otherwise parts of at most ``limit`` bytes each (a record larger than that alone in
-    its part). Each part holds a contiguous run of the delta's records and every other
-    field; joined in order they are the delta again."""
+    otherwise parts, every one of at most ``limit`` bytes (no exception: a single record
+    larger than that is cut into pieces of its JSON text, `DeltaPiece`).
+
+    Each part carries every field of the delta but its lists (the *envelope*, E bytes)
+    and a run of the delta's records, packed greedily in order: a record of at most
+    ``s = min(SPLIT_ABOVE, (limit - E) // 16)`` bytes goes whole into the next part when
+    the current one has no room for it; a larger one fills the current part and as many
+    more as it needs, as pieces (a part holds at most two). Every part but the last is
+    therefore filled to more than ``C - s`` of its room ``C = limit - E``, and so:
+
+        messages <= ceil(w / (C - s - 64)),   w = n + q,
+
+    where ``n`` is the encoded size of the delta's records (each with its comma) and
+    ``q`` the number of ``"`` and ``\\`` bytes inside the records that are cut (a piece is
+    JSON text inside JSON: those bytes are escaped once more; 64 bounds a piece's own
+    fields). ``q <= n``; for records of code it is about a tenth of their size. With a
+    1 MB limit E is a few hundred bytes and s is 64 KiB: a file whose record encodes to
+    n bytes costs at most ``ceil(1.1 n / 983 KB) + 1`` messages in practice and never
+    more than ``ceil(2 n / 983 KB) + 1``. Deterministic: the same delta gives the same
+    messages (a retried send is harmless)."""
     whole = encode_delta(delta)
-    items = [(name, item) for name in _LISTS for item in getattr(delta, name)]
-    if len(whole) <= limit or len(items) < 2:
+    if len(whole) <= limit:
         return [whole]
-    # Deterministic: sending the same delta again yields the same parts.
-    group = uuid.uuid5(_PARTS, f"{delta.repo}\0{delta.seq}\0{delta.applied_at!r}\0{len(items)}").hex
-    count = min(len(items), math.ceil(len(whole) * 1.2 / limit))  # some slack: parts vary
-    while True:
-        runs = _runs(len(items), count)
-        parts = [
-            encode_delta(
-                _part(delta, items[start:end], DeltaPart(group=group, index=i, count=len(runs)))
+    records = sum(len(getattr(delta, name)) for name in _LISTS)
+    group = uuid.uuid5(_PARTS, f"{delta.repo}\0{delta.seq}\0{delta.applied_at!r}\0{records}").hex
+    empty = {name: () for name in _LISTS}
+    envelope = delta.model_copy(
+        update={**empty, "part": DeltaPart(group=group, index=_WIDE, count=_WIDE)}
+    )
+    room = limit - len(encode_delta(envelope))
+    if room < 1024:
+        raise ValueError(f"the delta's own fields leave {room} of {limit} bytes for its records")
+    plans = _pack(delta, room, min(SPLIT_ABOVE, room // 16))
+    messages = [
+        encode_delta(
+            delta.model_copy(
+                update={
+                    **{name: tuple(plan.lists.get(name, ())) for name in _LISTS},
+                    "part": DeltaPart(
+                        group=group, index=i, count=len(plans), pieces=tuple(plan.pieces)
+                    ),
+                }
             )
-            for i, (start, end) in enumerate(runs)
-        ]
-        if len(parts) == len(items) or all(len(part) <= limit for part in parts):
-            return parts
-        count = min(len(items), count * 2)  # records of uneven sizes: cut finer
+        )
+        for i, plan in enumerate(plans)
+    ]
+    largest = max(len(m) for m in messages)
+    if largest > limit:  # the packing's invariant: a bug if it ever fails
+        raise AssertionError(f"a part of {largest} bytes exceeds the limit of {limit}")
+    return messages
 
 
-def _runs(total: int, count: int) -> list[tuple[int, int]]:
-    """``count`` contiguous runs of ``range(total)``, as even as can be."""
-    bounds = [total * i // count for i in range(count + 1)]
-    return list(pairwise(bounds))
+@dataclass(slots=True)
+class _Plan:
+    """What one part will carry: whole records per list, and pieces of cut ones."""
+
+    lists: dict[str, list[object]] = field(default_factory=dict)
+    pieces: list[DeltaPiece] = field(default_factory=list)
+    used: int = 0
 
 
-def _part(delta: GraphDelta, items: list[tuple[str, object]], part: DeltaPart) -> GraphDelta:
-    lists: dict[str, list[object]] = {name: [] for name in _LISTS}
-    for name, item in items:
-        lists[name].append(item)
-    return delta.model_copy(update={**{k: tuple(v) for k, v in lists.items()}, "part": part})
+def _pack(delta: GraphDelta, room: int, small: int) -> list[_Plan]:
+    plans = [_Plan()]
+    for name in _LISTS:
+        adapter = _ELEMENT[name]
+        for at, record in enumerate(getattr(delta, name)):
+            raw = adapter.dump_json(record)
+            cost = len(raw) + 1  # its comma
+            plan = plans[-1]
+            if plan.used + cost > room and cost <= small:
+                plan = _Plan()
+                plans.append(plan)
+            if plan.used + cost <= room:
+                plan.lists.setdefault(name, []).append(record)
+                plan.used += cost
+                continue
+            fixed = len(DeltaPiece(field=name, at=at, text="").model_dump_json()) + 1
+            pos = 0
+            while pos < len(raw):
+                space = room - plans[-1].used - fixed
+                if space < small:  # too little left here to be worth a piece
+                    plans.append(_Plan())
+                    continue
+                end = _cut(raw, pos, space)
+                plans[-1].pieces.append(DeltaPiece(field=name, at=at, text=raw[pos:end].decode()))
+                plans[-1].used += fixed + _escaped(raw, pos, end)
+                pos = end
+    return plans
+
+
+def _escaped(raw: bytes, start: int, end: int) -> int:
+    """The bytes ``raw[start:end]`` (JSON text, so without control characters) take as a
+    JSON string's contents: one more for each quote and backslash."""
+    return end - start + raw.count(b'"', start, end) + raw.count(b"\\", start, end)
+
+
+def _cut(raw: bytes, start: int, space: int) -> int:
+    """The end of the longest slice of ``raw`` from ``start`` that fits ``space`` bytes
+    escaped and does not split a UTF-8 character."""
+    end = min(len(raw), start + space)
+    if (over := _escaped(raw, start, end) - space) > 0:
+        end -= over  # each byte dropped saves at least one: it fits now
+    # Grow by half the slack while there is some: a byte costs at most two, so it fits.
+    while end < len(raw) and (grow := (space - _escaped(raw, start, end)) // 2) > 0:
+        end = min(len(raw), end + grow)
+    while end < len(raw) and raw[end] & 0xC0 == 0x80:
+        end -= 1
+    return end
 
 
 class DeltaAssembler:
@@ -201,7 +332,15 @@ def assemble(deltas: Iterable[GraphDelta]) -> list[GraphDelta]:
 
 
 def _join(parts: list[GraphDelta]) -> GraphDelta:
-    update: dict[str, object] = {
-        name: tuple(chain.from_iterable(getattr(p, name) for p in parts)) for name in _LISTS
-    }
+    lists: dict[str, list[object]] = {name: [] for name in _LISTS}
+    texts: dict[tuple[str, int], list[str]] = {}
+    for part in parts:
+        for name in _LISTS:
+            lists[name].extend(getattr(part, name))
+        for piece in part.part.pieces if part.part is not None else ():
+            texts.setdefault((piece.field, piece.at), []).append(piece.text)
+    # In increasing index: every record before a cut one is in place when it goes in.
+    for name, at in sorted(texts):
+        lists[name].insert(at, _ELEMENT[name].validate_json("".join(texts[(name, at)])))
+    update: dict[str, object] = {name: tuple(records) for name, records in lists.items()}
     return parts[0].model_copy(update={**update, "part": None})

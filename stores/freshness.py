@@ -6,6 +6,12 @@ difference of the two sequence numbers of the same producer session; lag is the 
 the oldest pending batch, or, when nothing is pending, how long the last event took to
 reach the state.
 
+Freshness follows the owner (issue 15): the status compared is the one of the greatest
+lease ``(epoch, producer)`` a reader has seen, and the state's lease is its mark's. When
+they differ, the answer is never ``fresh``: a status of a greater lease means a new
+claim not yet applied (``updating``, all its events pending); a status of a lesser lease
+means only a fenced producer reports (``stale``, naming it).
+
 status:
 - ``updating``: events emitted and not yet reflected, or a scan is running;
 - ``stale``: nothing pending, but the state cannot vouch for the repository: no
@@ -52,6 +58,11 @@ class ProducerView:
     sent_at: float
     heartbeat_s: float
     state: str
+    epoch: int = 1
+
+    @property
+    def lease(self) -> tuple[int, str]:
+        return (self.epoch, self.producer)
 
 
 @dataclass
@@ -77,10 +88,14 @@ class BatchClock:
 
 
 def pending_events(view: ProducerView | None, applied: SourceMark | None) -> int:
+    """Events the producer emitted that the state does not reflect: all of a lease the
+    state has not reached, none of a lease it has fenced."""
     if view is None:
         return 0
-    if applied is None or applied.producer != view.producer:
+    if applied is None or view.lease > applied.lease:
         return view.last_seq
+    if view.lease < applied.lease:
+        return 0  # a fenced producer's events are never applied: nothing is pending
     return max(0, view.last_seq - applied.seq)
 
 
@@ -92,7 +107,10 @@ def compute_freshness(
     indexed_at: float | None,
     oldest_pending_since: float | None,
     now: float,
+    rejected: str | None = None,
 ) -> Freshness:
+    """``rejected``: a recent dead letter of the repository's rejected events, said in
+    the reason (the index is not wrong for it, but someone sends what it refuses)."""
     pending = pending_events(view, applied)
     if pending:
         since = oldest_pending_since if oldest_pending_since is not None else now
@@ -104,6 +122,22 @@ def compute_freshness(
     status: Literal["fresh", "stale", "updating"]
     if view is None:
         status, reason = "stale", "no producer has reported for this repository"
+    elif applied is not None and view.lease < applied.lease:
+        status, reason = (
+            "stale",
+            (
+                f"only producer {view.producer} (epoch {view.epoch}) reports, and it was fenced"
+                f" by ({applied.epoch}, {applied.producer})"
+            ),
+        )
+    elif pending and (applied is None or view.lease != applied.lease):
+        status, reason = (
+            "updating",
+            (
+                f"producer {view.producer} (epoch {view.epoch}) claimed the repository;"
+                f" {pending} events emitted and not yet indexed"
+            ),
+        )
     elif pending:
         status, reason = "updating", f"{pending} events emitted and not yet indexed"
     elif view.state == "scanning":
@@ -114,8 +148,12 @@ def compute_freshness(
         status, reason = "stale", f"no producer heartbeat for {now - view.sent_at:.0f} s"
     elif view.head_commit != indexed_commit:
         status, reason = "stale", "the head commit is not indexed yet"
+    elif applied is None or view.lease != applied.lease:
+        status, reason = "updating", f"the claim of producer {view.producer} is not applied"
     else:
         status, reason = "fresh", "the index reflects the head commit and the work tree"
+    if rejected is not None:
+        reason = f"{reason}; events rejected recently ({rejected})"
     return Freshness(
         status=status,
         indexed_commit=indexed_commit,

@@ -1,7 +1,10 @@
 """A repository's materialized state, and the one way to change it: apply a delta.
 
 The processors and every reader fold the same deltas with the same code, so the
-state a query answers from is, by construction, the state the processors hold.
+state a query answers from is, by construction, the state the processors hold. That
+includes the repository's lease (issue 15): a delta that carries one (a LeaseClaimed's)
+makes it current and keeps the lease it fenced, with the last sequence number applied
+from it, so that a worker restored from the log judges events exactly as before.
 """
 
 from __future__ import annotations
@@ -9,11 +12,22 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from stores.deltas import CommitRecord, GraphDelta, SourceMark
+from stores.deltas import CommitRecord, GraphDelta, LeaseRecord, SourceMark
 from stores.records import EdgeRecord, FileRecord, NodeRecord
 
 RECENT_COMMITS = 200
 """How many observed commits a state keeps (a bound, not a history store)."""
+
+FENCED_LEASES = 32
+"""How many fenced leases a state remembers (to recognise their late events as replays)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FencedLease:
+    """A lease a greater claim took over, and the last sequence number applied from it."""
+
+    lease: LeaseRecord
+    last_seq: int
 
 
 def owner_path(node_id: str) -> str | None:
@@ -45,6 +59,8 @@ class RepoState:
     last_event_kind: str | None = None
     scans_completed: int = 0
     commits: deque[CommitRecord] = field(default_factory=lambda: deque(maxlen=RECENT_COMMITS))
+    lease: LeaseRecord | None = None
+    fenced: deque[FencedLease] = field(default_factory=lambda: deque(maxlen=FENCED_LEASES))
 
     def apply(self, delta: GraphDelta) -> bool:
         """Apply the next delta; returns False (and changes nothing) for one already applied.
@@ -84,6 +100,12 @@ class RepoState:
             self.branch = delta.branch
         if delta.barrier == "scan_completed":
             self.scans_completed += 1
+        if delta.lease is not None:
+            if self.lease is not None:
+                mark = self.source
+                last = mark.seq if mark is not None and mark.lease == self.lease.key else 0
+                self.fenced.append(FencedLease(self.lease, last))
+            self.lease = delta.lease
         self.seq = delta.seq
         self.source = delta.source
         self.indexed_at = delta.applied_at

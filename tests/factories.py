@@ -1,19 +1,29 @@
-"""Factories of real objects for tests: events stamped like a Source stamps them."""
+"""Factories of real objects for tests: events stamped like a Source stamps them.
+
+A ``Stamp`` is one producer session: its events carry the session's lease epoch and are
+signed with a key derived from the producer id (deterministic), and ``claim()`` is its
+LeaseClaimed. A worker applies a session's events only after its claim (issue 15).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import re
+from typing import Any, TypeVar
 
 from processors.parsing import ParseResult
 from producers.events import (
     CommitCompleted,
     CommitObserved,
+    EventBase,
     FileChanged,
     FileDeleted,
+    LeaseClaimed,
     ScanCompleted,
     content_hash,
 )
+from producers.signing import SessionKey
 from stores.deltas import CommitRecord, GraphDelta, SourceMark
 from stores.neighborhoods import (
     FileStanding,
@@ -23,27 +33,68 @@ from stores.neighborhoods import (
 )
 from stores.records import EdgeRecord, FileRecord, ImportRecord, SymbolRecord
 
+E = TypeVar("E", bound=EventBase)
+
+
+def session_key(producer: str) -> SessionKey:
+    """The signing key of a test producer session: the same for the same producer id."""
+    return SessionKey.from_seed(hashlib.sha256(producer.encode()).digest())
+
 
 class Stamp:
-    """Sequence numbers of one producer session."""
+    """Sequence numbers, lease and signing key of one producer session.
 
-    def __init__(self, repo: str = "app-1", producer: str = "p1") -> None:
+    ``claimed=True`` (the default) starts the session with its claim already taken as
+    seq 1: ``claim()`` returns it, and the first event built is seq 2; ``claimed(index)``
+    feeds the claim to an index. ``claimed=False``: the first event built is seq 1."""
+
+    def __init__(
+        self, repo: str = "app-1", producer: str = "p1", *, epoch: int = 1, claimed: bool = True
+    ) -> None:
         self.repo = repo
         self.producer = producer
+        self.epoch = epoch
+        self.key = session_key(producer)
         self._seq = itertools.count(1)
+        self._claim: LeaseClaimed | None = None
+        if claimed:
+            self.claim()
 
     def base(self) -> dict[str, object]:
+        """The stamp of the next event, unsigned (``make`` signs): ``sig`` is empty."""
         return {
             "repo": self.repo,
             "producer": self.producer,
             "seq": next(self._seq),
             "emitted_at": 1000.0,
+            "epoch": self.epoch,
+            "sig": "",
         }
+
+    def make(self, cls: type[E], **fields: Any) -> E:
+        """The next event of this session, of class ``cls``, signed."""
+        return self.key.sign(cls.model_validate({**self.base(), **fields}))
+
+    def claim(self) -> LeaseClaimed:
+        """The session's LeaseClaimed (seq 1): the first event its worker must see."""
+        if self._claim is None:
+            self._claim = self.make(
+                LeaseClaimed,
+                public_key=self.key.public_key,
+                host="test-host",
+                root="/r",
+                started_at=1000.0,
+            )
+        return self._claim
+
+    def claimed(self, index: Any, now: float = 1000.0) -> Any:
+        """Feed this session's claim to ``index`` (a RepoIndex); returns its delta."""
+        return index.handle(self.claim(), now)
 
     def changed(self, path: str, text: str, origin: str = "watch", commit: str | None = None):
         data = text.encode()
-        return FileChanged(
-            **self.base(),
+        return self.make(
+            FileChanged,
             path=path,
             content=data,
             content_hash=content_hash(data),
@@ -54,8 +105,8 @@ class Stamp:
         )
 
     def skipped(self, path: str, reason: str = "binary", size: int = 10):
-        return FileChanged(
-            **self.base(),
+        return self.make(
+            FileChanged,
             path=path,
             content=None,
             content_hash=None,
@@ -67,11 +118,11 @@ class Stamp:
         )
 
     def deleted(self, path: str, origin: str = "watch"):
-        return FileDeleted(**self.base(), path=path, origin=origin, commit=None, working_tree=True)
+        return self.make(FileDeleted, path=path, origin=origin, commit=None, working_tree=True)
 
     def scan_completed(self, commit: str | None = "c0", full: bool = True, files: int = 0):
-        return ScanCompleted(
-            **self.base(),
+        return self.make(
+            ScanCompleted,
             commit=commit,
             branch="main",
             files=files,
@@ -80,8 +131,8 @@ class Stamp:
         )
 
     def commit_observed(self, sha: str, paths: tuple[str, ...] = ()):
-        return CommitObserved(
-            **self.base(),
+        return self.make(
+            CommitObserved,
             sha=sha,
             parents=("0" * 40,),
             branch="main",
@@ -91,7 +142,7 @@ class Stamp:
         )
 
     def commit_completed(self, sha: str):
-        return CommitCompleted(**self.base(), sha=sha, branch="main")
+        return self.make(CommitCompleted, sha=sha, branch="main")
 
 
 _IMPORT = re.compile(r"^import (\S+)$")

@@ -2,8 +2,10 @@
 
 Pure and total: `parse_file` never raises. Whatever went wrong is named in `problems`
 ("invalid_utf8", "minified", "syntax_errors:3", "parser_failed:<Exc>",
-"extract_failed:<Exc>") beside whatever could still be extracted, so a consumer can
-record the file and move on.
+"extract_failed:<Exc>", "references_truncated", "symbols_truncated:1300 found, 511 kept"
+for Python nested deeper than its parser follows: processors/parsing/python_depth.py)
+beside whatever could still be extracted, so a consumer can record the file and move
+on.
 
 Languages: Python, JavaScript, TypeScript and TSX, Go, Java and Rust (one module each,
 plus its reference query), and the configuration files that steer import resolution
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 import structlog
 from tree_sitter import Node
 
-from processors.parsing import go, java, javascript, python, rust, summary
+from processors.parsing import go, java, javascript, python, python_depth, rust, summary
 from processors.parsing.config import CONFIG_FILES, ConfigError, config_language, parse_config
 from processors.parsing.reuse import TreeCache
 from processors.parsing.splice import SPLICED, Facts, FactsCache
@@ -64,6 +66,7 @@ _EXTRACTORS: dict[str, tuple[Callable[[Node, FileFacts], None], tuple[bytes, ...
     "rust": (rust.extract, rust.COMMENT_MARKS),
 }
 CONFIG_LANGUAGES = frozenset(CONFIG_FILES.values())
+_DEFINITIONS = frozenset({"CLASS", "FUNCTION", "METHOD"})
 _BOM = b"\xef\xbb\xbf"
 MINIFIED_LINE_CHARS = 1_000
 MINIFIED_AVERAGE_CHARS = 300
@@ -193,6 +196,11 @@ def _result(
     symbols, imports = facts.symbols, facts.imports
     if facts.references_truncated:
         problems.append("references_truncated")
+    if parse_errors and language == "python":
+        defined = sum(s.kind in _DEFINITIONS for s in symbols)
+        lost = python_depth.truncation(content, kept=defined)
+        if lost is not None:
+            problems.append(lost)
     return ParseResult(
         language,
         lines,

@@ -98,14 +98,18 @@ class BM25:
         # k1 * (1 - b + b * len / avglen) = base + per_token * len
         base, per_token = k1 * (1 - self.b), k1 * self.b / self.average_length
         acc: dict[str, float] = {}
+        get = acc.get
         for term, qtf in sorted(Counter(tokens).items()):
             postings = self._postings.get(term)
             if not postings:
                 continue
             weight = qtf * self.idf(term) * (k1 + 1)
+            # The hot loop of a long question (a posting per term and chunk): one
+            # expression, the dict method bound once; the same arithmetic, in order.
             for doc_id, tf in postings.items():
-                gain = weight * tf / (tf + base + per_token * lengths[doc_id])
-                acc[doc_id] = acc.get(doc_id, 0.0) + gain
+                acc[doc_id] = get(doc_id, 0.0) + weight * tf / (
+                    tf + base + per_token * lengths[doc_id]
+                )
         return acc
 
 

@@ -85,8 +85,8 @@ def package_tree(name: str, cache: Path = CACHE_DIR) -> PackageTree:
 def scan_event(stamp: Stamp, path: str, data: bytes, origin: str = "scan") -> FileChanged:
     """A FileChanged as the producer sends it: the file reader's rules, stamped."""
     read = classify(data, max_bytes=DEFAULT_MAX_BYTES)
-    return FileChanged(
-        **stamp.base(),  # type: ignore[arg-type]
+    return stamp.make(
+        FileChanged,
         path=path,
         content=read.content,
         content_hash=read.content_hash,
@@ -99,8 +99,10 @@ def scan_event(stamp: Stamp, path: str, data: bytes, origin: str = "scan") -> Fi
 
 
 def scan_events(files: dict[str, bytes], stamp: Stamp) -> list[EventBase]:
-    """A full scan of these files: one FileChanged per file, then ScanCompleted."""
-    events: list[EventBase] = [scan_event(stamp, p, d) for p, d in sorted(files.items())]
+    """A full scan of these files: the session's claim, one FileChanged per file, then
+    ScanCompleted."""
+    events: list[EventBase] = [stamp.claim()]
+    events += [scan_event(stamp, p, d) for p, d in sorted(files.items())]
     events.append(stamp.scan_completed(commit=None, files=len(files)))
     return events
 

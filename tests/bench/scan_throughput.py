@@ -72,6 +72,7 @@ async def scan_events(root: Path) -> list[EventBase]:
     sink = InMemorySink()
     source = Source(repo, str(root), sink)
     source.observe(branch=branch, head_commit=head, state="scanning")
+    await source.claim()
     await full_scan(source, open_work_tree(root), ScanOptions())
     return sink.events
 

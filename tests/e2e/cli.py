@@ -168,3 +168,21 @@ def pid_alive(pid: int) -> bool:
             return stat.read().split()[2] != "Z"
     except FileNotFoundError:
         return False
+
+
+def processes_of(data_dir: Path) -> list[int]:
+    """The live processes started for one test's data directory, found by the
+    GAZETTEER_DATA_DIR their environment carries (a broker and a part inherit it), so
+    that none escapes the check by having lost its parent."""
+    marker = f"GAZETTEER_DATA_DIR={data_dir}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if marker in environ and pid_alive(int(entry.name)):
+            found.append(int(entry.name))
+    return sorted(found)

@@ -19,6 +19,7 @@ from processors.indexer import RepoIndex
 from processors.neighborhoods.graph_state import FileGraphState
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
 from query.api import create_api
+from query.host_check import host_rule
 from query.mcp_tools import mount_mcp
 from query.read_model import ReadModel
 from tests.factories import Stamp
@@ -38,7 +39,7 @@ def indexed_model() -> ReadModel:
 def feed(model: ReadModel, repo: str, files: dict[str, str], *, clustered: bool) -> None:
     index, stamp = RepoIndex(repo), Stamp(repo)
     events = [stamp.changed(p, t, origin="scan") for p, t in files.items()]
-    for event in [*events, stamp.scan_completed("c1")]:
+    for event in [stamp.claim(), *events, stamp.scan_completed("c1")]:
         delta = index.handle(event, now=1000.0)
         assert delta is not None
         model.apply_delta(delta)
@@ -51,8 +52,8 @@ def feed(model: ReadModel, repo: str, files: dict[str, str], *, clustered: bool)
 @contextmanager
 def query_service(model: ReadModel) -> Iterator[str]:
     """Serve the API with MCP at /mcp in a background thread; yields its URL."""
-    api = create_api(model, ready=lambda: True)
-    endpoint = mount_mcp(api, host="127.0.0.1")
+    api = create_api(model, ready=lambda: True, hosts=host_rule("127.0.0.1"))
+    endpoint = mount_mcp(api)
     sock = listen("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn.Config(api, log_config=None, access_log=False))
 

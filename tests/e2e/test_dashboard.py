@@ -107,8 +107,8 @@ def test_the_dashboard_draws_the_repository_and_follows_a_commit_live(tmp_path: 
     try:
         url = up.url()
         eventually(lambda: len(get(url, "/repositories")["items"]) == 2, 60, "the repositories")
-        ids = {r["root"]: r["repo"] for r in get(url, "/repositories")["items"]}
-        rid, other_rid = ids[str(repo.root)], ids[str(other.root)]
+        ids = {r["name"]: r["repo"] for r in get(url, "/repositories")["items"]}
+        rid, other_rid = ids[repo.root.name], ids[other.root.name]
         eventually(lambda: clustered_at(url, rid, repo.head()), 60, "the first neighborhoods")
         expected_nodes = get(url, f"/repositories/{rid}/neighborhoods")["total"]
         assert expected_nodes >= 2

@@ -114,7 +114,7 @@ def built_fresh(url: str, rid: str) -> dict:
     """The answers that do not depend on how the state was reached (scan or edits)."""
     found = answers(url, rid, SCAN_OR_COMMIT)
     summary = found.pop("summary")
-    found["counts"] = {k: summary[k] for k in ("root", "branch", "files", "symbols", "edges")}
+    found["counts"] = {k: summary[k] for k in ("name", "branch", "files", "symbols", "edges")}
     return found
 
 
@@ -194,7 +194,7 @@ def test_a_crashed_worker_and_replica_lose_nothing_and_never_claim_fresh_early(
         eventually(
             lambda: all(get(url, "/repositories")["total"] == 2 for url in urls), 60, "both repos"
         )
-        ids = {Path(r["root"]).name: r["repo"] for r in get(urls[0], "/repositories")["items"]}
+        ids = {r["name"]: r["repo"] for r in get(urls[0], "/repositories")["items"]}
         eventually(
             lambda: all(
                 fresh_at(url, ids[name], repo.head())

@@ -17,7 +17,7 @@ BROKER_PID = re.compile(r"broker_started.*pid=(\d+)")
 
 def repo_by_root(url: str, root: Path) -> dict | None:
     for item in get(url, "/repositories")["items"]:
-        if item["root"] == str(root):
+        if item["name"] == root.name:
             return item
     return None
 
@@ -39,7 +39,7 @@ def test_up_indexes_two_repositories_follows_commits_and_stops_on_ctrl_c(tmp_pat
         url = up.url()
         eventually(lambda: fresh_at(url, a.root, a.head()), 60, "repository a")
         eventually(lambda: fresh_at(url, b.root, b.head()), 60, "repository b")
-        ids = {r["root"]: r["repo"] for r in get(url, "/repositories")["items"]}
+        ids = {str(root): (repo_by_root(url, root) or {})["repo"] for root in (a.root, b.root)}
         assert ids[str(a.root)].startswith("a-") and ids[str(b.root)].startswith("b-")
 
         a.write("svc/api.py", "def handler():\n    return 2\n\ndef health():\n    return 'ok'\n")
@@ -81,8 +81,8 @@ def test_a_second_up_on_the_same_machine_does_not_collide(tmp_path: Path) -> Non
         assert url_a != url_b
         eventually(lambda: fresh_at(url_a, a.root, a.head()), 60, "the first up")
         eventually(lambda: fresh_at(url_b, b.root, b.head()), 60, "the second up")
-        assert [r["root"] for r in get(url_a, "/repositories")["items"]] == [str(a.root)]
-        assert [r["root"] for r in get(url_b, "/repositories")["items"]] == [str(b.root)]
+        assert [r["name"] for r in get(url_a, "/repositories")["items"]] == [a.root.name]
+        assert [r["name"] for r in get(url_b, "/repositories")["items"]] == [b.root.name]
         assert first.interrupt() == 0
         assert get(url_b, "/health")["status"] == "ok"
         assert second.interrupt() == 0

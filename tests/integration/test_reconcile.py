@@ -27,7 +27,7 @@ async def fresh_at(stack: Stack, root: Path, commit: str) -> str:
     async def check() -> bool:
         nonlocal rid
         for item in (await stack.get("/repositories"))["items"]:
-            if item["root"] == str(root):
+            if item["name"] == root.name:
                 rid = item["repo"]
                 f = item["freshness"]
                 return f["status"] == "fresh" and f["indexed_commit"] == commit

@@ -141,6 +141,7 @@ async def test_malformed_message_is_dead_lettered_and_the_next_one_is_processed(
     try:
         data = b"def ok():\n    return 1\n"
         source = Source("junk-1", "/nowhere", sink)
+        await source.claim()  # a session opens with its lease (issue 15)
         await source.emit(
             [
                 Draft(

@@ -73,6 +73,7 @@ async def emit_scan(stack: Stack) -> None:
     try:
         source = Source(REPO, "/synthetic", sink, heartbeat_s=60.0)
         source.observe(branch="main", head_commit="c" * 40, state="watching")
+        await source.claim()  # a session opens with its lease (issue 15)
         drafts = scan_drafts()
         for start in range(0, len(drafts), 200):
             await source.emit(drafts[start : start + 200])

@@ -37,7 +37,7 @@ def indexed() -> tuple[ReadModel, RepoIndex, Stamp, TestClient]:
     """A scan at c1 (clustered), then commit C2 where b3 starts using pkg_a's f2."""
     model, index, stamp = ReadModel(clock=lambda: 1100.0), RepoIndex("app-1"), Stamp()
     scan = [stamp.changed(p, t, origin="scan") for p, t in FILES.items()]
-    feed(model, index, [*scan, stamp.scan_completed("c1")])
+    feed(model, index, [stamp.claim(), *scan, stamp.scan_completed("c1")])
     first = clustered(model, index)
     feed(
         model,
@@ -63,7 +63,7 @@ def test_the_ledger_lists_the_scan_then_the_commit(indexed) -> None:
         6,
         7,
     )
-    assert (scan["first_seq"], scan["last_seq"], scan["new_cycles"]) == (1, 7, 2)
+    assert (scan["first_seq"], scan["last_seq"], scan["new_cycles"]) == (1, 8, 2)
     assert scan["neighborhood_changes"]["created"] == scan["size"]["neighborhoods"] == 2
     snapshot = model.repos["app-1"].neighborhoods
     assert snapshot is not None
@@ -75,9 +75,9 @@ def test_the_ledger_lists_the_scan_then_the_commit(indexed) -> None:
         "subject": "change",
         "branch": "main",
         "committed_at": 999.0,
-        "indexed_at": 1010.0,
-        "first_seq": 8,
-        "last_seq": 10,
+        "indexed_at": 1011.0,
+        "first_seq": 9,
+        "last_seq": 11,
         "files_added": 0,
         "files_removed": 0,
         "files_changed": 1,
@@ -155,7 +155,7 @@ def test_the_working_tree_entry_follows_edits_since_the_last_commit(indexed) -> 
     assert (wt["kind"], wt["commit"], wt["first_seq"], wt["dependencies_removed"]) == (
         "working_tree",
         None,
-        11,
+        12,
         1,
     )
     assert wt["dependencies"]["removed"]["items"] == [DEPENDENCY]

@@ -167,7 +167,7 @@ def test_the_data_of_a_repository_is_its_map_hubs_sizes_and_freshness() -> None:
 def indexed() -> tuple[ReadModel, RepoIndex, Stamp]:
     model, index, stamp = ReadModel(clock=lambda: 1002.0), RepoIndex("app-1"), Stamp()
     events = [stamp.changed(p, t, origin="scan") for p, t in FILES.items()]
-    for event in [*events, stamp.scan_completed("c1")]:
+    for event in [stamp.claim(), *events, stamp.scan_completed("c1")]:
         delta = index.handle(event, now=1000.0)
         assert delta is not None
         model.apply_delta(delta)
@@ -178,7 +178,7 @@ def test_data_follow_the_deltas_and_the_recluster(indexed) -> None:
     model, index, _ = indexed
     client = TestClient(create_api(model, ready=lambda: True))
     before = client.get("/dashboard/data/app-1").json()
-    assert (before["delta_seq"], before["sizes"]["files"], before["sizes"]["symbols"]) == (7, 6, 6)
+    assert (before["delta_seq"], before["sizes"]["files"], before["sizes"]["symbols"]) == (8, 6, 6)
     assert (before["neighborhoods"], before["links"], before["hubs"]) == ([], [], [])
     assert (before["snapshot"]["seq"], before["snapshot"]["stale"]) == (None, True)
 
@@ -239,11 +239,11 @@ def test_no_dashboard_route_is_an_operation_of_the_schema() -> None:
 
 def test_the_signature_names_what_the_page_shows(indexed) -> None:
     model, index, _ = indexed
-    assert signature(model) == {"app-1": [7, 0, "stale", 0, "c1", None]}
+    assert signature(model) == {"app-1": [8, 0, "stale", 0, "c1", None]}
     model.apply_snapshot(
         recluster(FileGraphState.of(index.state), None, ReclusterSettings(), now=1.0)
     )
-    assert signature(model) == {"app-1": [7, 1, "stale", 0, "c1", None]}
+    assert signature(model) == {"app-1": [8, 1, "stale", 0, "c1", None]}
 
 
 def parse(chunk: str) -> tuple[str, dict]:
@@ -260,7 +260,7 @@ async def test_an_event_goes_out_when_the_model_moves_and_the_stream_ends_on_sto
     assert await anext(stream) == "retry: 500\n\n"
     assert parse(await anext(stream)) == (
         "model",
-        {"repos": {"app-1": [7, 0, "stale", 0, "c1", None]}, "deltas_applied": 7},
+        {"repos": {"app-1": [8, 0, "stale", 0, "c1", None]}, "deltas_applied": 8},
     )
     waiting = asyncio.ensure_future(anext(stream))
     await asyncio.sleep(0.05)
@@ -269,7 +269,7 @@ async def test_an_event_goes_out_when_the_model_moves_and_the_stream_ends_on_sto
     assert delta is not None and model.apply_delta(delta)
     assert parse(await asyncio.wait_for(waiting, 1.0)) == (
         "model",
-        {"repos": {"app-1": [8, 0, "stale", 0, "c1", None]}, "deltas_applied": 8},
+        {"repos": {"app-1": [9, 0, "stale", 0, "c1", None]}, "deltas_applied": 9},
     )
     stopping.set()
     with pytest.raises(StopAsyncIteration):

@@ -4,6 +4,8 @@ and a worker that stops between two parts loses nothing."""
 from __future__ import annotations
 
 import asyncio
+import math
+import random
 
 import pytest
 
@@ -13,15 +15,29 @@ from producers.events import encode
 from producers.topics import DEFAULT_TOPICS
 from stores.dead_letters import DeadLetter
 from stores.deltas import (
+    _ELEMENT,
+    _LISTS,
+    DELTA_PART_BYTES,
+    SPLIT_ABOVE,
     DeltaAssembler,
+    DeltaPart,
     GraphDelta,
     assemble,
     decode_delta,
     encode_delta,
     encode_parts,
 )
+from stores.records import ChunkRecord, FileRecord
 from stores.repo_state import RepoState
-from tests.factories import Stamp, graph_delta, tiny_parse
+from tests.factories import (
+    Stamp,
+    file_record,
+    graph_delta,
+    import_edge,
+    symbol_record,
+    tiny_parse,
+)
+from tests.generated_code import CONTENT_CAP, generated_module
 
 LIMIT = 4096
 
@@ -36,7 +52,7 @@ def scan_events(stamp: Stamp, files: int = 60) -> list:  # type: ignore[type-arg
         )
         for i in range(files)
     ]
-    return [*events, stamp.scan_completed("c1")]
+    return [stamp.claim(), *events, stamp.scan_completed("c1")]
 
 
 def barrier() -> GraphDelta:
@@ -74,13 +90,21 @@ def test_a_large_delta_goes_in_parts_within_the_limit_that_join_to_it_exactly() 
     assert encode_parts(delta, LIMIT) == messages
 
 
-def test_a_record_larger_than_the_limit_travels_alone_in_its_part() -> None:
-    paths = ("big/" + "x" * (2 * LIMIT), *(f"small/{i:04}.py" for i in range(400)))
+def test_a_record_larger_than_the_limit_is_cut_into_pieces_within_the_limit() -> None:
+    # A path of 3 limits of quotes, backslashes and 3-byte characters: one record.
+    big = "big/" + ('q"\\€' * (LIMIT // 2))
+    paths = (big, *(f"small/{i:04}.py" for i in range(400)))
     delta = graph_delta("app-1", 3, files_removed=paths)
     messages = encode_parts(delta, LIMIT)
-    oversized = [decode_delta(m) for m in messages if len(m) > LIMIT]
-    assert [d.files_removed for d in oversized] == [paths[:1]]
-    assert assemble(decode_delta(m) for m in messages) == [delta]
+    parts = [decode_delta(m) for m in messages]
+    assert max(len(m) for m in messages) <= LIMIT
+    # Its escapes double its size inside a piece: 7 parts for 12 kB, then the rest.
+    assert len(messages) == 9 and bound(delta, LIMIT) == 10
+    pieces = [(i, piece.at) for i, p in enumerate(parts) for piece in p.part.pieces]  # type: ignore[union-attr]
+    assert pieces == [(i, 0) for i in range(7)]
+    assert [len(p.files_removed) for p in parts] == [0, 0, 0, 0, 0, 0, 34, 227, 139]
+    assert assemble(parts) == [delta]
+    assert assemble([*reversed(parts), parts[2]]) == [delta]
 
 
 def test_parts_are_held_until_the_last_arrives_and_never_applied_alone() -> None:
@@ -178,3 +202,140 @@ def test_a_worker_stopped_between_two_parts_of_a_barrier_loses_nothing() -> None
     assert [d.seq for d in deltas] == list(range(1, len(events) + 1))
     assert read_side.fingerprint() == fresh.state.fingerprint()
     assert read_side.scans_completed == 1 and read_side.indexed_commit == "c1"
+
+
+def bound(delta: GraphDelta, limit: int) -> int:
+    """encode_parts' bound: ceil((n + q) / (C - s - 64)), recomputed from its definition."""
+    empty = {name: () for name in _LISTS}
+    part = DeltaPart(group="0" * 32, index=10**9, count=10**9)
+    room = limit - len(encode_delta(delta.model_copy(update={**empty, "part": part})))
+    small = min(SPLIT_ABOVE, room // 16)
+    w = 0
+    for name in _LISTS:
+        for record in getattr(delta, name):
+            raw = _ELEMENT[name].dump_json(record)
+            w += len(raw) + 1
+            if len(raw) + 1 > small:  # may be cut: count its escapes
+                w += raw.count(b'"') + raw.count(b"\\")
+    return math.ceil(w / (room - small - 64))
+
+
+def big_file(path: str, megabytes: float) -> FileRecord:
+    """A parsed file whose record encodes to about ``megabytes`` MB (chunks of code)."""
+    body = 'def f(x):\n    return x["key"] + "\\\\n"\n' * 40  # 1,360 bytes
+    count = int(megabytes * 1_000_000 / 2_080)
+    chunks = tuple(
+        ChunkRecord(
+            id=f"{path}#L{i}",
+            path=path,
+            kind="FUNCTION",
+            line_start=i + 1,
+            line_end=i + 1,
+            text=body,
+            content_hash=f"{i:064x}",
+        )
+        for i in range(count)
+    )
+    return file_record(path).model_copy(update={"chunks": chunks})
+
+
+def test_one_record_of_3_mb_and_many_small_ones_at_the_real_limit() -> None:
+    record = big_file("gen/big_pb2.py", 3)
+    small = [import_edge(f"m{i}.py", f"m{i + 1}.py") for i in range(20_000)]
+    delta = graph_delta(
+        "app-1", 7, files_upserted=(file_record("a.py"), record), edges_upserted=tuple(small)
+    )
+    assert len(_ELEMENT["files_upserted"].dump_json(record)) == 2_999_242
+    assert len(encode_delta(delta)) == 4_977_710
+    messages = encode_parts(delta)
+    sizes = [len(m) for m in messages]
+    assert max(sizes) <= DELTA_PART_BYTES
+    assert len(messages) == bound(delta, DELTA_PART_BYTES) == 6
+    assert sizes == [1_048_556, 1_048_557, 1_048_556, 1_048_522, 1_048_465, 588_342]
+    parts = [decode_delta(m) for m in messages]
+    # The small file and the big one's first piece share the first part; its last piece
+    # leads the first edges.
+    shape = [(len(p.files_upserted), len(p.part.pieces), len(p.edges_upserted)) for p in parts]  # type: ignore[union-attr]
+    assert shape == [(1, 1, 0), (0, 1, 0), (0, 1, 0), (0, 1, 3_511), (0, 0, 10_610), (0, 0, 5_879)]
+    assert assemble(parts) == [delta]
+    assert encode_parts(delta) == messages
+
+
+def test_a_generated_file_under_the_cap_is_a_few_messages_within_the_limit() -> None:
+    source = generated_module()
+    assert CONTENT_CAP - 1_000 - 200 <= len(source.encode()) <= CONTENT_CAP
+    stamp = Stamp()
+    index = RepoIndex("app-1")
+    stamp.claimed(index)
+    delta = index.handle(stamp.changed("gen/messages_pb2.py", source), now=1.0)
+    assert delta is not None
+    n = len(encode_delta(delta))
+    messages = encode_parts(delta)
+    assert max(len(m) for m in messages) <= DELTA_PART_BYTES
+    assert len(messages) <= bound(delta, DELTA_PART_BYTES)
+    assert len(messages) <= math.ceil(1.1 * n / (DELTA_PART_BYTES - SPLIT_ABOVE)) + 1
+    assert (n, len(messages)) == (7_457_862, 8)
+    assert assemble(decode_delta(m) for m in messages) == [delta]
+
+
+WORDS = ["a", "pkg/mod.py", 'q"uote', "back\\slash", "€uro", "\U0001f600", "line\nbreak", ""]
+
+
+def random_string(rng: random.Random, size: int) -> str:
+    return "".join(rng.choice(WORDS) for _ in range(size))
+
+
+def random_delta(rng: random.Random, repo: str, seq: int) -> GraphDelta:
+    """Records of every list; some larger than the limit (a file's chunks, one string)."""
+    files = []
+    for i in range(rng.randrange(0, 4)):
+        path = f"f{i}/" + random_string(rng, rng.randrange(1, 4))
+        record = file_record(path, symbols=(symbol_record(f"s{i}"),))
+        if rng.random() < 0.5:
+            chunks = tuple(
+                ChunkRecord(
+                    id=f"{path}#{k}",
+                    path=path,
+                    kind="FUNCTION",
+                    line_start=1,
+                    line_end=1,
+                    text=random_string(rng, rng.randrange(0, 3 * LIMIT // 4)),
+                    content_hash="h",
+                )
+                for k in range(rng.randrange(0, 6))
+            )
+            record = record.model_copy(update={"chunks": chunks})
+        files.append(record)
+    sizes = [rng.choice([3, 30, 300, 3 * LIMIT]) for _ in range(rng.randrange(0, 30))]
+    return graph_delta(
+        repo,
+        seq,
+        files_upserted=tuple(files),
+        files_removed=tuple(random_string(rng, s) for s in sizes),
+        nodes_removed=tuple(f"n{i}" for i in range(rng.randrange(0, 50))),
+        edges_upserted=tuple(
+            import_edge(random_string(rng, 4), f"t{i}") for i in range(rng.randrange(0, 300))
+        ),
+        edges_removed=tuple(("a", f"b{i}", "CALLS") for i in range(rng.randrange(0, 100))),
+    )
+
+
+def test_random_deltas_join_back_exactly_in_any_order_duplicated_and_interleaved() -> None:
+    rng = random.Random(15)
+    cut = 0
+    for case in range(120):
+        one, two = random_delta(rng, "app-1", case + 1), random_delta(rng, "app-2", case + 1)
+        first = [decode_delta(m) for m in encode_parts(one, LIMIT)]
+        second = [decode_delta(m) for m in encode_parts(two, LIMIT)]
+        for delta, parts in ((one, first), (two, second)):
+            messages = encode_parts(delta, LIMIT)
+            assert max(len(m) for m in messages) <= LIMIT
+            assert len(messages) <= max(1, bound(delta, LIMIT))
+            assert all(len(p.part.pieces) <= 2 for p in parts if p.part is not None)
+            cut += sum(len(p.part.pieces) for p in parts if p.part is not None)
+        # Both repositories' parts interleaved, shuffled, some delivered twice.
+        stream = [*first, *second, *rng.sample(first, len(first) // 2)]
+        rng.shuffle(stream)
+        joined = assemble(stream)
+        assert sorted(joined, key=lambda d: d.repo) == [one, two]
+    assert cut > 500  # the cases did cut records, many times

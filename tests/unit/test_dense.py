@@ -28,7 +28,7 @@ def indexed() -> tuple[ReadModel, DenseIndex, CountingEmbedder, RepoIndex, Stamp
     embedder = CountingEmbedder()
     dense = DenseIndex(embedder, InMemoryVectorStore(), InMemoryEmbeddingCache(), batch=2)
     model, index, stamp = ReadModel(clock=lambda: 1.0, dense=dense), RepoIndex("app-1"), Stamp()
-    for event in [*(stamp.changed(p, t, origin="scan") for p, t in FILES.items()),
+    for event in [stamp.claim(), *(stamp.changed(p, t, origin="scan") for p, t in FILES.items()),
                   stamp.scan_completed("c1")]:  # fmt: skip
         delta = index.handle(event, now=1.0)
         assert delta is not None

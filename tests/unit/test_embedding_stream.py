@@ -86,7 +86,9 @@ class Worker:
 
 
 async def scanned(worker: Worker, stamp: Stamp) -> None:
-    await worker.send(*(stamp.changed(path, text, origin="scan") for path, text in FILES.items()))
+    await worker.send(
+        stamp.claim(), *(stamp.changed(path, text, origin="scan") for path, text in FILES.items())
+    )
     await worker.send(stamp.scan_completed("c1"))
 
 

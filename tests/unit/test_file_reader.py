@@ -16,8 +16,11 @@ from producers.file_reader import (
     portable,
     read_work_file,
     resolve_link,
+    signature,
     skip,
+    wire_path,
 )
+from tests.badrepo import read_fails
 
 
 @pytest.fixture
@@ -130,3 +133,34 @@ def test_drafts_and_portable_names():
     gone = deleted("a.py", origin="commit", commit="c" * 40, working_tree=False)
     assert gone.cls is FileDeleted and gone.fields["commit"] == "c" * 40
     assert portable("ünïcode.py") and not portable(os.fsdecode(b"bad\xff.py"))
+
+
+def test_undecodable_names_are_escaped_on_the_wire_and_never_read(root: Path):
+    name = os.fsdecode(b"bad\xffname.py")
+    (root / name).write_bytes(b"x = 1\n")
+    assert wire_path(name) == "bad\\xffname.py" and wire_path("ünï.py") == "ünï.py"
+    assert read_work_file(root, name, max_bytes=100) == skip("undecodable_name", 6)
+    assert read_work_file(root, os.fsdecode(b"gone\xff.py"), max_bytes=100) is None
+
+
+def test_a_directory_is_unreadable_only_when_it_cannot_be_listed(root: Path):
+    (root / "locked").mkdir()
+    (root / "locked").chmod(0)
+    try:
+        unlistable = read_fails(root / "locked")
+        expected = skip("unreadable_directory") if unlistable else skip("not_a_regular_file")
+        assert read_work_file(root, "locked", max_bytes=100) == expected
+    finally:
+        (root / "locked").chmod(0o755)
+
+
+def test_signatures_change_with_writes_and_modes(root: Path):
+    (root / "a.py").write_text("1")
+    first = signature(root, "a.py")
+    (root / "a.py").chmod(0o600)
+    second = signature(root, "a.py")
+    (root / "a.py").write_text("22")
+    assert len({first, second, signature(root, "a.py")}) == 3 and first is not None
+    assert signature(root, "absent.py") is None
+    (root / "loop").symlink_to("loop")
+    assert signature(root, "loop") is not None  # the link itself

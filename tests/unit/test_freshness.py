@@ -1,9 +1,15 @@
-"""Freshness status, pending events and lag, from the producer's and the state's side."""
+"""Freshness status, pending events and lag, from the producer's and the state's side,
+following the owner of the repository (issue 15)."""
 
 from __future__ import annotations
 
+from processors.indexer import RepoIndex
+from producers.events import SourceStatus
+from query.read_model import Owner, ReadModel
+from stores.dead_letters import DeadLetter
 from stores.deltas import SourceMark
 from stores.freshness import BatchClock, ProducerView, compute_freshness
+from tests.factories import Stamp, tiny_parse
 
 
 def view(**overrides: object) -> ProducerView:
@@ -20,8 +26,8 @@ def view(**overrides: object) -> ProducerView:
     return ProducerView(**fields)  # type: ignore[arg-type]
 
 
-def mark(seq: int, producer: str = "p1", emitted_at: float = 99.0) -> SourceMark:
-    return SourceMark(producer=producer, seq=seq, emitted_at=emitted_at)
+def mark(seq: int, producer: str = "p1", emitted_at: float = 99.0, epoch: int = 1) -> SourceMark:
+    return SourceMark(producer=producer, seq=seq, emitted_at=emitted_at, epoch=epoch)
 
 
 def fresh(**kw: object):
@@ -82,3 +88,101 @@ def test_batch_clock_finds_the_oldest_batch_not_yet_applied() -> None:
     assert clock.oldest_pending_since("p2", 0) is None
     clock.record("p2", 1, 2, 20.0)
     assert clock.oldest_pending_since("p2", 0) == 20.0
+
+
+def test_a_fenced_producer_reporting_alone_is_stale_never_fresh() -> None:
+    f = fresh(view=view(producer="p1", epoch=1, last_seq=40), applied=mark(10, "p2", epoch=2))
+    assert (f.status, f.pending_events) == ("stale", 0)
+    assert f.reason == "only producer p1 (epoch 1) reports, and it was fenced by (2, p2)"
+
+
+def test_a_claim_not_yet_applied_is_updating_with_all_its_events_pending() -> None:
+    f = fresh(view=view(producer="p0", epoch=3, last_seq=1), applied=mark(10, "p1", epoch=2))
+    assert (f.status, f.pending_events) == ("updating", 1)
+    assert (
+        f.reason
+        == "producer p0 (epoch 3) claimed the repository; 1 events emitted and not yet indexed"
+    )
+
+
+def test_recent_rejected_events_are_said_in_the_reason() -> None:
+    f = fresh(rejected="forged: signature does not verify against the lease's key")
+    assert f.status == "fresh"
+    assert f.reason == (
+        "the index reflects the head commit and the work tree; events rejected recently"
+        " (forged: signature does not verify against the lease's key)"
+    )
+
+
+def status(producer: str, epoch: int, last_seq: int, sent_at: float = 1001.0) -> SourceStatus:
+    return SourceStatus(
+        repo="app-1",
+        producer=producer,
+        root="/r",
+        branch="main",
+        head_commit="c1",
+        working_tree_dirty=False,
+        last_seq=last_seq,
+        batch_first_seq=1,
+        batch_started_at=1000.0,
+        sent_at=sent_at,
+        heartbeat_s=5.0,
+        state="watching",
+        epoch=epoch,
+    )
+
+
+def owned_model() -> tuple[ReadModel, RepoIndex]:
+    """The read side after a session of p2 (epoch 2) that fenced p1's (epoch 1)."""
+    model, index = ReadModel(clock=lambda: 1002.0), RepoIndex("app-1", parse=tiny_parse)
+    old, new = Stamp(producer="p1"), Stamp(producer="p2", epoch=2)
+    for event in [old.claim(), old.changed("a.py", "def a"), new.claim(), new.scan_completed("c1")]:
+        delta = index.handle(event, now=1000.0)
+        assert delta is not None and model.apply_delta(delta)
+    return model, index
+
+
+def test_a_fenced_producers_statuses_never_make_the_answer_fresh() -> None:
+    model, _ = owned_model()
+    model.apply_status(status("p1", 1, 2))  # the old producer: caught up with itself
+    f = model.freshness("app-1")
+    assert (f.status, f.pending_events) == ("stale", 0)
+    assert "fenced by (2, p2)" in f.reason
+    model.apply_status(status("p2", 2, 2))  # the owner: everything applied
+    assert model.freshness("app-1").status == "fresh"
+    model.apply_status(status("p1", 1, 9, sent_at=1001.5))  # late, from the fenced one
+    f = model.freshness("app-1")
+    assert (f.status, f.pending_events) == ("fresh", 0)
+    view_ = model.repos["app-1"]
+    assert view_.status is not None and view_.status.producer == "p2"
+    assert view_.owner == Owner("p2", 2, "test-host", "/r")
+    assert view_.fenced_producers == [(1, "p1")]
+    assert model.known_epoch("app-1") == 2
+
+
+def test_a_newer_claim_seen_in_a_status_first_makes_it_updating() -> None:
+    model, _ = owned_model()
+    model.apply_status(status("p2", 2, 2))
+    model.apply_status(status("p3", 3, 1))  # its claim is not in the state yet
+    f = model.freshness("app-1")
+    assert (f.status, f.pending_events) == ("updating", 1)
+    assert model.known_epoch("app-1") == 3
+
+
+def test_a_rejected_dead_letter_is_said_in_the_freshness_reason() -> None:
+    model, _ = owned_model()
+    model.apply_status(status("p2", 2, 2))
+    letter = DeadLetter(
+        failure="rejected",
+        reason="fenced: lease (1, p1) is older than the current (2, p2)",
+        topic="t",
+        partition=0,
+        offset=5,
+        key=b"app-1",
+        value=b"{}",
+        failed_at=1001.0,
+    )
+    model.apply_dead_letter(letter, "app-1")
+    assert model.freshness("app-1").reason.endswith(
+        "events rejected recently (fenced: lease (1, p1) is older than the current (2, p2))"
+    )

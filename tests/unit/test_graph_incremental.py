@@ -41,6 +41,7 @@ def graph(index: RepoIndex) -> tuple[list[str], list[str]]:
 
 def fresh(files: dict[str, bytes]) -> RepoIndex:
     index, s = RepoIndex("r"), Stamp(repo="r", producer="fresh")
+    s.claimed(index)
     for path, data in sorted(files.items()):
         index.handle(s.changed(path, data.decode(), origin="scan"), now=0.0)
     index.handle(s.scan_completed(), now=0.0)
@@ -95,6 +96,7 @@ def test_incremental_graph_equals_a_fresh_build_on_real_code(
     assert len(files) >= 10, "the corpus is too small to say anything"
     rng = random.Random(20261129)
     index, s = RepoIndex("r"), Stamp(repo="r", producer="p")
+    s.claimed(index)
     for path, data in sorted(files.items()):
         index.handle(s.changed(path, data.decode(), origin="scan"), now=0.0)
     index.handle(s.scan_completed(), now=0.0)
@@ -167,6 +169,7 @@ def test_super_and_module_level_instances_follow_edits_to_what_they_read() -> No
         ),
     ]
     index, s = RepoIndex("r"), Stamp(repo="r", producer="p")
+    s.claimed(index)
     for path, data in sorted(files.items()):
         index.handle(s.changed(path, data.decode(), origin="scan"), now=0.0)
     index.handle(s.scan_completed(), now=0.0)

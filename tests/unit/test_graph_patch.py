@@ -56,6 +56,7 @@ NO_UTIL_EDGES = {
 
 def scanned(files: dict[str, str]) -> tuple[RepoIndex, Stamp]:
     index, s = RepoIndex("r"), Stamp(repo="r", producer="p")
+    s.claimed(index)
     for path, text in sorted(files.items()):
         index.handle(s.changed(path, text, origin="scan"), now=0.0)
     index.handle(s.scan_completed(), now=0.0)
@@ -245,7 +246,8 @@ def test_a_restored_index_follows_later_changes_exactly() -> None:
     re-resolves once, then patches alike: both equal a fresh build."""
     files = dict(FILES, **{"pkg/__init__.py": "from pkg.util import helper\n"})
     index, s = RepoIndex("r"), Stamp(repo="r", producer="p")
-    deltas = [
+    deltas = [s.claimed(index)]
+    deltas += [
         index.handle(s.changed(path, text, origin="scan"), now=0.0)
         for path, text in sorted(files.items())
     ]

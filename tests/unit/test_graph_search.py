@@ -54,7 +54,9 @@ FILES = {
 def indexed(files: dict[str, str], repo: str = "app-1") -> tuple[RepoIndex, list[object]]:
     index, stamp = RepoIndex(repo), Stamp(repo)
     events = [stamp.changed(p, t, origin="scan") for p, t in files.items()]
-    deltas = [index.handle(e, now=1000.0) for e in [*events, stamp.scan_completed("c1")]]
+    deltas = [
+        index.handle(e, now=1000.0) for e in [stamp.claim(), *events, stamp.scan_completed("c1")]
+    ]
     return index, [d for d in deltas if d is not None]
 
 

@@ -42,6 +42,7 @@ def scan(files: int) -> list:  # type: ignore[type-arg]
     stamp = Stamp()
     index = RepoIndex("app-1", parse=tiny_parse)
     events = [
+        stamp.claim(),
         *(
             stamp.changed(f"m{i}.py", f"import m{i + 1}\ndef f\n", origin="scan")
             for i in range(files)

@@ -1,4 +1,7 @@
-"""The pure indexing handler: exact deltas, re-resolution of importers, replays."""
+"""The pure indexing handler: exact deltas, re-resolution of importers, replays.
+
+Every session here claims its lease first (seq 1, delta 1); tests/unit/test_lease.py
+places events of other leases, forged and out of order."""
 
 from __future__ import annotations
 
@@ -12,16 +15,23 @@ def new_index() -> RepoIndex:
     return RepoIndex("app-1", parse=tiny_parse)
 
 
+def claimed(producer: str = "p1", epoch: int = 1) -> tuple[RepoIndex, Stamp]:
+    """A new index whose lease is a new session's, claimed (delta 1)."""
+    index, s = new_index(), Stamp(producer=producer, epoch=epoch)
+    assert s.claimed(index) is not None
+    return index, s
+
+
 def edges(index: RepoIndex, kinds: tuple[str, ...] = ("IMPORTS", "CONTAINS")) -> set:
     """Edges of the given kinds that start at a file or a symbol (not at a folder)."""
     return {k for k in index.state.edges if k[2] in kinds and not k[0].startswith("dir:")}
 
 
 def test_file_changed_gives_nodes_contains_and_import_edges() -> None:
-    index, s = new_index(), Stamp()
+    index, s = claimed()
     delta = index.handle(s.changed("a.py", "import os\ndef run"), now=5.0)
     assert delta is not None
-    assert delta.seq == 1 and delta.source.seq == 1 and delta.event_kind == "file_changed"
+    assert delta.seq == 2 and delta.source.seq == 2 and delta.event_kind == "file_changed"
     assert [n.id for n in delta.nodes_upserted] == [
         "dir:",
         "ext:os",
@@ -46,7 +56,7 @@ def test_file_changed_gives_nodes_contains_and_import_edges() -> None:
 
 
 def test_a_new_file_re_resolves_the_files_that_import_it() -> None:
-    index, s = new_index(), Stamp()
+    index, s = claimed()
     index.handle(s.changed("a.py", "import b"), now=1.0)
     assert edges(index) == {("file:a.py", "ext:b", "IMPORTS")}
     delta = index.handle(s.changed("b.py", "def g"), now=2.0)
@@ -61,7 +71,7 @@ def test_a_new_file_re_resolves_the_files_that_import_it() -> None:
 
 
 def test_deleting_a_file_turns_its_importers_back_to_external() -> None:
-    index, s = new_index(), Stamp()
+    index, s = claimed()
     index.handle(s.changed("a.py", "import b"), now=1.0)
     index.handle(s.changed("b.py", "def g"), now=2.0)
     delta = index.handle(s.deleted("b.py"), now=3.0)
@@ -73,7 +83,7 @@ def test_deleting_a_file_turns_its_importers_back_to_external() -> None:
 
 
 def test_deleting_a_directory_removes_every_file_under_it() -> None:
-    index, s = new_index(), Stamp()
+    index, s = claimed()
     for path in ("pkg/a.py", "pkg/sub/b.py", "pkgx.py"):
         index.handle(s.changed(path, "def f"), now=1.0)
     delta = index.handle(s.deleted("pkg"), now=2.0)
@@ -82,7 +92,7 @@ def test_deleting_a_directory_removes_every_file_under_it() -> None:
 
 
 def test_external_node_stays_while_another_file_imports_it() -> None:
-    index, s = new_index(), Stamp()
+    index, s = claimed()
     index.handle(s.changed("a.py", "import os"), now=1.0)
     index.handle(s.changed("c.py", "import os"), now=1.0)
     delta = index.handle(s.changed("a.py", "def f"), now=2.0)
@@ -93,22 +103,22 @@ def test_external_node_stays_while_another_file_imports_it() -> None:
 
 
 def test_unchanged_content_is_not_parsed_again_and_changes_nothing() -> None:
-    index, s = new_index(), Stamp()
+    index, s = claimed()
     index.handle(s.changed("a.py", "def f"), now=1.0)
     delta = index.handle(s.changed("a.py", "def f"), now=2.0)
-    assert delta is not None and delta.changes == 0 and delta.seq == 2
+    assert delta is not None and delta.changes == 0 and delta.seq == 3
 
 
 def test_replayed_event_is_skipped() -> None:
-    index, s = new_index(), Stamp()
+    index, s = claimed()
     event = s.changed("a.py", "def f")
     assert index.handle(event, now=1.0) is not None
     assert index.handle(event, now=2.0) is None
-    assert index.state.seq == 1
+    assert index.state.seq == 2
 
 
 def test_an_event_past_a_gap_waits_for_the_resent_batch() -> None:
-    index, s = new_index(), Stamp()
+    index, s = claimed()
     first, second = s.changed("a.py", "def f"), s.changed("b.py", "def g")
     assert index.position(second) == "gap" and index.handle(second, now=1.0) is None
     assert index.handle(first, now=1.0) is not None
@@ -116,16 +126,16 @@ def test_an_event_past_a_gap_waits_for_the_resent_batch() -> None:
     assert set(index.state.files) == {"a.py", "b.py"}
 
 
-def test_a_new_producer_session_must_start_at_seq_one() -> None:
-    index, old, new = new_index(), Stamp(producer="p1"), Stamp(producer="p2")
+def test_a_new_producer_session_must_claim_before_its_events_count() -> None:
+    index, old = claimed("p1")
     index.handle(old.changed("a.py", "def f"), now=1.0)
-    new.changed("x.py", "X")  # seq 1 of p2 never arrives
-    assert index.position(new.changed("b.py", "def g")) == "gap"
-    assert index.position(Stamp(producer="p3").changed("b.py", "def g")) == "next"
+    new = Stamp(producer="p2", epoch=2)  # its claim (seq 1) never arrives
+    assert index.position(new.changed("b.py", "def g")) == "unclaimed"
+    assert index.position(Stamp(producer="p3", epoch=2).claim()) == "next"
 
 
 def test_a_scan_resolves_its_files_at_the_barrier() -> None:
-    index, s = new_index(), Stamp()
+    index, s = claimed()
     index.handle(s.changed("a.py", "import b\ndef f", origin="scan"), now=1.0)
     index.handle(s.changed("b.py", "def g", origin="scan"), now=1.0)
     assert edges(index, ("IMPORTS",)) == set()  # not resolved yet
@@ -138,7 +148,7 @@ def test_a_scan_resolves_its_files_at_the_barrier() -> None:
 
 
 def test_skipped_file_is_recorded_with_its_reason_and_no_symbols() -> None:
-    index, s = new_index(), Stamp()
+    index, s = claimed()
     index.handle(s.skipped("logo.png", "binary", size=2048), now=1.0)
     index.handle(s.scan_completed("c1"), now=1.0)
     record = index.state.files["logo.png"]
@@ -152,10 +162,13 @@ def test_skipped_file_is_recorded_with_its_reason_and_no_symbols() -> None:
 
 
 def test_full_scan_of_a_new_session_removes_files_it_did_not_report() -> None:
-    index, first, second = new_index(), Stamp(producer="p1"), Stamp(producer="p2")
+    index, first = claimed("p1")
+    second = Stamp(producer="p2", epoch=2)
     index.handle(first.changed("a.py", "import b"), now=1.0)
     index.handle(first.changed("b.py", "def g"), now=1.0)
     index.handle(first.scan_completed("c1"), now=1.0)
+    claim = second.claimed(index, now=2.0)  # the claim changes nothing but the lease
+    assert claim is not None and claim.changes == 0 and set(index.state.files) == {"a.py", "b.py"}
     index.handle(second.changed("a.py", "import b"), now=2.0)
     delta = index.handle(second.scan_completed("c2"), now=2.0)
     assert delta is not None
@@ -165,7 +178,7 @@ def test_full_scan_of_a_new_session_removes_files_it_did_not_report() -> None:
 
 
 def test_commit_events_record_the_commit_and_the_barrier_sets_indexed_commit() -> None:
-    index, s = new_index(), Stamp()
+    index, s = claimed()
     index.handle(s.commit_observed("a" * 40, ("x.py",)), now=1.0)
     index.handle(s.changed("x.py", "def f", origin="commit", commit="a" * 40), now=1.0)
     assert index.state.indexed_commit is None
@@ -178,6 +191,7 @@ def test_commit_events_record_the_commit_and_the_barrier_sets_indexed_commit() -
 def test_restore_from_published_deltas_equals_the_live_index() -> None:
     index, s = new_index(), Stamp()
     deltas = [
+        s.claimed(index),
         index.handle(s.changed("a.py", "import b\nimport os"), now=1.0),
         index.handle(s.changed("b.py", "def g"), now=1.0),
         index.handle(s.deleted("b.py"), now=1.0),
@@ -185,6 +199,7 @@ def test_restore_from_published_deltas_equals_the_live_index() -> None:
     ]
     restored = RepoIndex.restore("app-1", [d for d in deltas if d], parse=tiny_parse)
     assert restored.state.fingerprint() == index.state.fingerprint()
+    assert restored.state.lease == index.state.lease and restored.state.lease is not None
     # The restored index keeps resolving incrementally like the live one.
     later = s.changed("b.py", "def g")
     assert restored.handle(later, now=2.0) == index.handle(later, now=2.0)
@@ -192,7 +207,7 @@ def test_restore_from_published_deltas_equals_the_live_index() -> None:
 
 def _fresh_build(files: dict[str, str]) -> RepoIndex:
     """A scan of the same files: resolved once, at the scan's barrier."""
-    index, s = new_index(), Stamp(producer="fresh")
+    index, s = claimed("fresh")
     for path, text in sorted(files.items()):
         index.handle(s.changed(path, text, origin="scan"), now=0.0)
     index.handle(s.scan_completed(), now=0.0)
@@ -211,7 +226,7 @@ def test_incremental_graph_equals_a_fresh_build_after_every_random_step() -> Non
     names = ["a", "b", "c", "d", "pkg/__init__", "pkg/e"]
     modules = ["a", "b", "c", "d", "pkg", "pkg.e", "os", "json"]
     files: dict[str, str] = {}
-    index, s = new_index(), Stamp()
+    index, s = claimed()
     for _ in range(300):
         path = rng.choice(names) + ".py"
         if path in files and rng.random() < 0.3:
@@ -233,7 +248,7 @@ def test_restored_mid_scan_then_finished_equals_an_uninterrupted_scan() -> None:
         "c.py": "def h",
         "d.py": "import a",
     }
-    events = [s.changed(p, t, origin="scan") for p, t in sorted(files.items())]
+    events = [s.claim(), *(s.changed(p, t, origin="scan") for p, t in sorted(files.items()))]
     events.append(s.scan_completed("c1"))
     whole = new_index()
     deltas = [whole.handle(e, now=1.0) for e in events]

@@ -62,7 +62,11 @@ async def test_lines_logged_while_handling_an_event_carry_its_ids(
         new_index=lambda repo: RepoIndex(repo, parse=parse_that_logs_and_fails),
     )
     stamp = Stamp(repo="app-1", producer="session-7")
-    events = [stamp.changed("a.py", "def f"), stamp.changed("bad.py", "def g", commit="abc1234")]
+    events = [
+        stamp.claim(),
+        stamp.changed("a.py", "def f"),
+        stamp.changed("bad.py", "def g", commit="abc1234"),
+    ]
     topic = DEFAULT_TOPICS.file_events
     await pipeline.process_batch(
         [Message(topic, 3, 40 + i, b"app-1", encode(e)) for i, e in enumerate(events)]
@@ -76,13 +80,13 @@ async def test_lines_logged_while_handling_an_event_carry_its_ids(
         "path": "bad.py",
         "commit": "abc1234",
         "producer": "session-7",
-        "seq": 2,
+        "seq": 3,
         "kind": "file_changed",
         "topic": topic,
         "partition": 3,
     }
     assert {k: failed[k] for k in EVENT_FIELDS} == expected
-    assert failed["offset"] == 41 and failed["level"] == "error"
+    assert failed["offset"] == 42 and failed["level"] == "error"
     assert "RuntimeError: a parser bug" in str(failed["exception"])
     # faust's and aiokafka's lines go through the stdlib logger: the same context.
     assert {k: library[k] for k in EVENT_FIELDS} == expected

@@ -80,6 +80,7 @@ async def test_the_pipeline_counts_events_stages_and_dead_letters_by_kind() -> N
     )
     stamp = Stamp()
     raws = [
+        encode(stamp.claim()),
         encode(stamp.changed("a.py", "def f")),
         b"not json",
         encode(stamp.changed("bad.py", "def g")),
@@ -91,11 +92,11 @@ async def test_the_pipeline_counts_events_stages_and_dead_letters_by_kind() -> N
 
     await pipeline.process_batch(messages)
 
-    assert sample("gazetteer_events_consumed_total", topic=topic) == 4
-    # decode: every message; handle: the three events (the bug included); publish: the
+    assert sample("gazetteer_events_consumed_total", topic=topic) == 5
+    # decode: every message; handle: the four events (the bug included); publish: the
     # batch's deltas once, and once more before the bug's index is restored; restore:
     # the partition at first, and again after the bug.
-    assert delta_of(stage_counts, stages) == {"decode": 4, "restore": 2, "handle": 3, "publish": 2}
+    assert delta_of(stage_counts, stages) == {"decode": 5, "restore": 2, "handle": 4, "publish": 2}
     assert {k: sample("gazetteer_dead_letters_total", failure=k) - letters[k] for k in letters} == {
         "malformed": 1,
         "bug": 1,
@@ -139,9 +140,9 @@ def fed_model() -> ReadModel:
     store = InMemoryVectorStore()
     dense = DenseIndex(HashingEmbedder(dim=16), store, InMemoryEmbeddingCache(), batch=2)
     model = ReadModel(clock=lambda: 1002.0, dense=dense)
-    for repo, last_seq in (("app-1", 2), ("lib-2", 5)):
+    for repo, last_seq in (("app-1", 3), ("lib-2", 6)):
         index, s = RepoIndex(repo, parse=tiny_parse), Stamp(repo)
-        for event in (s.changed("a.py", "def f\ndef g"), s.scan_completed("c1")):
+        for event in (s.claim(), s.changed("a.py", "def f\ndef g"), s.scan_completed("c1")):
             delta = index.handle(event, now=1000.5)
             assert delta is not None
             model.apply_delta(delta)

@@ -19,7 +19,7 @@ MOVED_B3 = "from pkg_a.a1 import f1\nfrom pkg_a.a2 import f2\ndef g3():\n    f1(
 @pytest.fixture
 def indexed() -> tuple[ReadModel, RepoIndex, Stamp]:
     model, index, stamp = ReadModel(clock=lambda: 1002.0), RepoIndex("app-1"), Stamp()
-    events = [stamp.changed(p, t, origin="scan") for p, t in FILES.items()]
+    events = [stamp.claim(), *(stamp.changed(p, t, origin="scan") for p, t in FILES.items())]
     events += [stamp.changed("README.md", "# app", origin="scan"), stamp.scan_completed("c1")]
     for event in events:
         delta = index.handle(event, now=1000.0)
@@ -46,7 +46,7 @@ def test_neighborhoods_are_409_until_clustered_then_listed_with_their_stamp(inde
     assert page["total"] == 2 and len(page["items"]) == 1
     assert page["snapshot"] == {
         "seq": 1,
-        "graph_seq": 8,
+        "graph_seq": 9,
         "indexed_commit": "c1",
         "computed_at": 1001.0,
         "recluster_ms": page["snapshot"]["recluster_ms"],

@@ -73,6 +73,7 @@ class Worker:
 
 
 async def scanned(worker: Worker, stamp: Stamp) -> None:
+    await worker.send(stamp.claim())
     for path, text in FILES.items():
         await worker.send(stamp.changed(path, text, origin="scan"))
     await worker.send(stamp.scan_completed("c1"))
@@ -80,6 +81,7 @@ async def scanned(worker: Worker, stamp: Stamp) -> None:
 
 async def test_a_scan_is_clustered_once_settled_and_quiet() -> None:
     worker, stamp = Worker(InMemoryDeltaLog(), InMemorySnapshotLog()), Stamp()
+    await worker.send(stamp.claim())
     for path, text in list(FILES.items())[:3]:
         await worker.send(stamp.changed(path, text, origin="scan"))
     assert await worker.tick(after_s=60) == []  # mid-scan: the edges come at the barrier
@@ -89,7 +91,7 @@ async def test_a_scan_is_clustered_once_settled_and_quiet() -> None:
     assert await worker.tick(after_s=0.1) == []  # not quiet yet
     (snapshot,) = await worker.tick(after_s=0.5)
 
-    assert (snapshot.seq, snapshot.graph_seq, snapshot.indexed_commit) == (1, 7, "c1")
+    assert (snapshot.seq, snapshot.graph_seq, snapshot.indexed_commit) == (1, 8, "c1")
     groups = {n.label: n for n in snapshot.neighborhoods}
     assert sorted(groups) == ["pkg_a", "pkg_b"]
     assert {f.path: groups_of(snapshot)[f.neighborhood] for f in snapshot.files} == {
@@ -166,7 +168,7 @@ async def test_a_recluster_bug_is_logged_and_the_worker_goes_on() -> None:
     assert await worker.tick(after_s=1) == []
     assert worker.stream.failed == 1
     await worker.send(stamp.changed("pkg_a/a2.py", "def f2():\n    pass\n"))
-    assert worker.pipeline.processed == 8  # indexing goes on
+    assert worker.pipeline.processed == 9  # indexing goes on
 
 
 class GatedReclusterer(Reclusterer):
@@ -201,17 +203,17 @@ async def test_the_worker_goes_on_indexing_while_a_recluster_computes() -> None:
     # (a new import b3 -> a1), and a second tick does not start another recluster.
     moved = "from pkg_a.a1 import f1\ndef g3():\n    f1()\n"
     await worker.send(stamp.changed("pkg_b/b3.py", moved))
-    assert worker.pipeline.processed == 8
+    assert worker.pipeline.processed == 9
     await worker.stream.tick()
     assert not ticking.done()
     reclusterer.gate.set()
     await asyncio.wait_for(ticking, 10)
     # The snapshot is of the graph as it was taken; the edit makes the repository due.
     (first,) = worker.published.snapshots
-    assert first.graph_seq == 7
+    assert first.graph_seq == 8
     worker.clock.now += 1
     (second,) = await worker.tick()
-    assert second.graph_seq == 8 and second.seq == first.seq + 1
+    assert second.graph_seq == 9 and second.seq == first.seq + 1
 
 
 async def test_a_recluster_of_a_repository_revoked_meanwhile_is_not_published() -> None:

@@ -36,6 +36,7 @@ def model() -> ReadModel:
     model = ReadModel(clock=lambda: 1002.0)
     index, s = RepoIndex("app-1", parse=tiny_parse), Stamp()
     for event in [
+        s.claim(),
         s.changed("src/a.py", "import b\ndef run\ndef stop"),
         s.changed("b.py", "def g"),
         s.skipped("logo.png", "binary", 4096),
@@ -55,25 +56,61 @@ def test_health_and_repositories(model: ReadModel) -> None:
         "status": "ok",
         "ready": True,
         "repositories": 1,
-        "deltas_applied": 5,
+        "deltas_applied": 6,
         "dead_letters": 0,
     }
     repos = client.get("/repositories").json()
-    assert repos["total"] == 1
+    assert (repos["total"], repos["offset"], repos["limit"]) == (1, 0, 100)
     repo = repos["items"][0]
-    assert (repo["repo"], repo["root"], repo["branch"], repo["files"]) == (
+    assert (repo["repo"], repo["name"], repo["branch"], repo["files"]) == (
         "app-1",
-        "/src/app",
+        "app",
         "main",
         4,
     )
     assert repo["freshness"]["status"] == "fresh"
     assert repo["freshness"]["indexed_commit"] == "c1"
+    # The root's path on the producer's machine is served nowhere.
+    for answer in (client.get("/repositories"), client.get("/repositories/app-1")):
+        assert "/src/app" not in answer.text and "root" not in answer.json()
+
+
+def add_repository(model: ReadModel, repo: str, root: str, sent_at: float) -> None:
+    index, s = RepoIndex(repo, parse=tiny_parse), Stamp(repo)
+    for event in [s.claim(), s.changed("a.py", "def f"), s.scan_completed("c1")]:
+        delta = index.handle(event, now=1000.5)
+        assert delta is not None
+        model.apply_delta(delta)
+    model.apply_status(status(3, repo=repo, root=root, sent_at=sent_at))
+
+
+def test_repositories_are_paged_filtered_and_sorted_with_the_true_total(
+    model: ReadModel,
+) -> None:
+    add_repository(model, "web-3", "/home/u/code/billing-web", sent_at=1001.0)
+    add_repository(model, "api-2", "C:\\code\\billing-api", sent_at=900.0)  # silent: stale
+    client = TestClient(create_api(model, ready=lambda: True))
+
+    def listed(**params: object) -> tuple[int, list[tuple[str, str]]]:
+        page = client.get("/repositories", params=params).json()
+        return page["total"], [(r["repo"], r["name"]) for r in page["items"]]
+
+    everything = [("api-2", "billing-api"), ("app-1", "app"), ("web-3", "billing-web")]
+    assert listed() == (3, everything)
+    assert listed(offset=1, limit=1) == (3, [everything[1]])
+    assert listed(offset=5) == (3, [])
+    assert listed(name="billing") == (2, [everything[0], everything[2]])  # a substring
+    assert listed(name="BILLING-w*") == (1, [everything[2]])  # a glob, any case
+    assert listed(name="app-?") == (1, [everything[1]])  # the id matches too
+    assert listed(status="stale") == (1, [everything[0]])
+    assert listed(status="fresh", name="billing") == (1, [everything[2]])
+    for wrong in ({"limit": 0}, {"limit": 1001}, {"offset": -1}, {"status": "old"}):
+        assert client.get("/repositories", params=wrong).status_code == 422
 
 
 def test_freshness_follows_the_producer(model: ReadModel) -> None:
     client = TestClient(create_api(model, ready=lambda: True))
-    model.apply_status(status(8, batch_first_seq=6, batch_started_at=1001.5, head_commit="c2"))
+    model.apply_status(status(9, batch_first_seq=7, batch_started_at=1001.5, head_commit="c2"))
     body = client.get("/repositories/app-1/freshness").json()
     assert body["status"] == "updating"
     assert body["pending_events"] == 3
@@ -108,8 +145,25 @@ def test_file_details_and_symbols(model: ReadModel) -> None:
     assert detail["depends_on"] == ["b.py"]
     assert client.get("/repositories/app-1/files/b.py").json()["imported_by"] == ["src/a.py"]
     assert detail["freshness"]["status"] == "fresh"
+    assert (detail["symbols_total"], detail["imports_total"]) == (2, 1)
+    assert (detail["depends_on_total"], detail["imported_by_total"]) == (1, 0)
     symbols = client.get("/repositories/app-1/symbols", params={"path": "src/a.py"}).json()
     assert symbols["total"] == 2 and symbols["items"][1]["qualname"] == "stop"
+    assert (symbols["offset"], symbols["limit"]) == (0, 200)
+
+
+def test_the_lists_of_a_file_are_bounded_beside_their_totals(model: ReadModel) -> None:
+    client = TestClient(create_api(model, ready=lambda: True))
+    one = {"limit": 1}
+    detail = client.get("/repositories/app-1/files/src/a.py", params=one).json()
+    assert [s["name"] for s in detail["symbols"]] == ["run"] and detail["symbols_total"] == 2
+    page = client.get(
+        "/repositories/app-1/symbols", params={"path": "src/a.py", "offset": 1, "limit": 1}
+    ).json()
+    assert (page["total"], [s["name"] for s in page["items"]]) == (2, ["stop"])
+    too_many = {"path": "src/a.py", "limit": 1001}
+    assert client.get("/repositories/app-1/symbols", params=too_many).status_code == 422
+    assert client.get("/repositories/app-1/files/b.py", params={"limit": 0}).status_code == 422
 
 
 def test_unknown_repository_and_file_are_clear_404s(model: ReadModel) -> None:
@@ -122,9 +176,9 @@ def test_unknown_repository_and_file_are_clear_404s(model: ReadModel) -> None:
 
 def test_read_model_ignores_replayed_deltas_and_refuses_gaps(model: ReadModel) -> None:
     index, s = RepoIndex("app-1", parse=tiny_parse), Stamp()
-    first = index.handle(s.changed("z.py", "def z"), now=1.0)
+    first = index.handle(s.claim(), now=1.0)
     assert first is not None
     assert model.apply_delta(first) is False  # seq 1 again: already applied
     gap = first.model_copy(update={"seq": 9})
     assert model.apply_delta(gap) is False
-    assert model.repos["app-1"].state.seq == 5
+    assert model.repos["app-1"].state.seq == 6

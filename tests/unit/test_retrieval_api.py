@@ -40,7 +40,7 @@ FILES = {
 def model() -> ReadModel:
     model, index, stamp = ReadModel(clock=lambda: 1002.0), RepoIndex("app-1"), Stamp()
     events = [stamp.changed(p, t, origin="scan") for p, t in FILES.items()]
-    for event in [*events, stamp.scan_completed("c1")]:
+    for event in [stamp.claim(), *events, stamp.scan_completed("c1")]:
         delta = index.handle(event, now=1000.0)
         assert delta is not None
         model.apply_delta(delta)
@@ -167,6 +167,7 @@ def test_the_read_side_counts_references_without_keeping_them(
     model: ReadModel, client: TestClient
 ) -> None:
     index, stamp = RepoIndex("app-1"), Stamp()
+    stamp.claimed(index)
     found = index.handle(stamp.changed("app/sessions.py", FILES["app/sessions.py"]), now=1.0)
     assert found is not None
     worker_saw = len(found.files_upserted[0].references)
@@ -191,3 +192,32 @@ def test_weights_on_the_graph_signals_make_the_service_read_the_graph(
     assert "imports" not in by_path["app/sessions.py"]
     pack = client.get("/repositories/app-1/context", params=question).json()
     assert pack["targets"][0].startswith("app/sessions.py")
+
+
+def test_a_long_question_is_ranked_by_its_beginning_and_the_answer_says_so(
+    client: TestClient,
+) -> None:
+    # 20,018 characters, then a name: the ranking reads the first 20,000, less the
+    # word cut in half ("zz" of a "zzz"), so the name at the end counts for nothing.
+    head = "resolve_redirects " + "zzz " * 4995
+    long = head + "zzz " * 5 + "iter_content"
+    page = client.get("/repositories/app-1/search", params={"q": long}).json()
+    assert (page["question_chars"], page["question_truncated"]) == (len(long), True)
+    assert page["query"] == head and len(head) == 19_998
+    signals = {hit["path"]: hit["signals"] for hit in page["items"]}
+    assert signals["app/sessions.py"]["symbol"] == 1.0
+    assert "symbol" not in signals.get("app/models.py", {})  # iter_content was not read
+    short = client.get("/repositories/app-1/search", params={"q": "iter_content"}).json()
+    assert (short["query"], short["question_chars"], short["question_truncated"]) == (
+        "iter_content",
+        12,
+        False,
+    )
+    assert short["items"][0]["path"] == "app/models.py"
+    start = client.get("/repositories/app-1/session-start", params={"q": long}).json()
+    assert (start["query"], start["question_truncated"]) == (head, True)
+    pack = client.get("/repositories/app-1/context", params={"q": long}).json()
+    assert pack["question_truncated"] is True
+    assert pack["targets"][0].startswith("app/sessions.py")
+    by_symbol = client.get("/repositories/app-1/context", params={"symbol": "Session.send"})
+    assert by_symbol.json()["question_truncated"] is None

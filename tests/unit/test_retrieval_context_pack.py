@@ -28,6 +28,7 @@ def indexed(files: dict[str, str]) -> tuple[RepoState, Chunks]:
     """The state after a scan of the files, and one chunk per symbol, as the chunker cuts
     functions (a class's chunk here simply spans its lines)."""
     index, stamp = RepoIndex("r"), Stamp(repo="r")
+    stamp.claimed(index)
     for path, text in files.items():
         index.handle(stamp.changed(path, text, origin="scan"), 1.0)
     index.handle(stamp.scan_completed("c1"), 2.0)

@@ -35,6 +35,7 @@ REGISTER = "sym:app/service.py:register"
 
 def indexed(files: dict[str, str]) -> RepoState:
     index, stamp = RepoIndex("r"), Stamp(repo="r")
+    stamp.claimed(index)
     for path, text in files.items():
         index.handle(stamp.changed(path, text, origin="scan"), 1.0)
     index.handle(stamp.scan_completed("c1"), 2.0)

@@ -31,6 +31,7 @@ FILES = {
 
 def retrieval() -> RepoRetrieval:
     index, stamp, found = RepoIndex("app-1"), Stamp(), RepoRetrieval()
+    found.apply(stamp.claimed(index))
     for path, text in FILES.items():
         delta = index.handle(stamp.changed(path, text), now=1.0)
         assert delta is not None
@@ -88,6 +89,7 @@ def test_weights_are_tunable_and_a_prefix_filters() -> None:
 
 def test_changes_replace_a_files_chunks_and_names_and_deletes_remove_them() -> None:
     found, index, stamp = RepoRetrieval(), RepoIndex("app-1"), Stamp()
+    found.apply(stamp.claimed(index))
     for event in [
         stamp.changed("a.py", "def alpha_handler():\n    return 'alpha'\n"),
         stamp.changed("a.py", "def beta_handler():\n    return 'beta'\n"),

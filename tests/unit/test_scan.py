@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
 from structlog.testing import capture_logs
 
 from producers.events import EventBase, FileChanged, ScanCompleted
 from producers.git import Git
 from producers.scan import IgnoreRules, ScanOptions, WorkTree, full_scan, reconcile, walk
 from producers.source import InMemorySink, Source
+from tests.badrepo import (
+    LOCKED_DIR,
+    LOCKED_DIR_FILE,
+    LOCKED_FILE,
+    BadRepo,
+    make_bad_repo,
+    write_named,
+)
 from tests.gitrepo import GitRepo
 
 OPTIONS = ScanOptions(max_bytes=100, batch_size=200)
@@ -221,3 +232,79 @@ async def test_reconcile_rereads_the_previous_sessions_dirty_paths(tmp_path: Pat
     source, sink = make_source()
     await reconcile(source, git_tree(repo), repo.head(), OPTIONS)
     assert summary(sink.events) == [(1, "scan_completed", None)]
+
+
+@pytest.fixture
+def bad_repo_of(tmp_path: Path) -> Iterator[Callable[[bool], BadRepo]]:
+    made: list[BadRepo] = []
+
+    def make(git: bool) -> BadRepo:
+        made.append(make_bad_repo(tmp_path / "bad", git=git, max_bytes=OPTIONS.max_bytes))
+        return made[-1]
+
+    yield make
+    for bad in made:
+        bad.cleanup()
+
+
+@pytest.mark.parametrize("git", [True, False], ids=["git", "plain"])
+async def test_a_bad_repo_scan_records_every_skip_and_indexes_the_rest(
+    bad_repo_of: Callable[[bool], BadRepo], git: bool
+):
+    bad = bad_repo_of(git)
+    source, sink = make_source()
+    tree = WorkTree(bad.root, Git(bad.root) if git else None)
+
+    result = await full_scan(source, tree, OPTIONS)
+
+    changed = [e for e in sink.events if isinstance(e, FileChanged)]
+    assert {e.path: e.skipped for e in changed} == bad.expected()
+    assert len(changed) == len(bad.expected())  # one record per path
+    assert {e.path: e.content for e in changed if e.skipped is None} == bad.indexed
+    assert all(e.content is None and e.content_hash is None for e in changed if e.skipped)
+    last = sink.events[-1]
+    assert isinstance(last, ScanCompleted) and last.files == len(changed)
+    assert result is not None and b"src/bad\xffname.py" in map(os.fsencode, result.listed)
+
+
+def test_the_bad_repo_probes_what_this_process_can_read(bad_repo_of: Callable[[bool], BadRepo]):
+    bad = bad_repo_of(False)
+    if os.environ.get("GAZETTEER_TEST_UNPRIVILEGED") == "1":  # see test_watcher.py
+        assert bad.skipped[LOCKED_DIR] == "unreadable_directory"
+        assert bad.skipped[LOCKED_FILE] == "unreadable"
+    elif os.geteuid() == 0:
+        assert LOCKED_DIR_FILE in bad.indexed and LOCKED_FILE in bad.indexed
+
+
+async def test_an_escaped_name_that_is_a_real_file_wins(tmp_path: Path):
+    root = tmp_path / "plain"
+    root.mkdir()
+    (root / "bad\\xffname.py").write_text("real")  # a literal backslash, x, f, f
+    write_named(root, b"bad\xffname.py", b"undecodable")
+    write_named(root, b"other\xfe.py", b"undecodable")
+    source, sink = make_source()
+
+    await full_scan(source, WorkTree(root, None), OPTIONS)
+
+    assert summary(sink.events) == [
+        (1, "file_changed", "bad\\xffname.py", None),
+        (2, "file_changed", "other\\xfe.py", "undecodable_name"),
+        (3, "scan_completed", None),
+    ]
+    assert isinstance(sink.events[0], FileChanged) and sink.events[0].content == b"real"
+
+
+async def test_reconcile_records_what_git_does_not_list(tmp_path: Path):
+    repo = GitRepo.create(tmp_path / "r", {"a.py": "a", "sub/b.py": "b"})
+    os.mkfifo(repo.root / "sub" / "pipe")
+    repo.write(".gitignore", "*.ignored\n")
+    os.mkfifo(repo.root / "x.ignored")
+    source, sink = make_source()
+
+    await reconcile(source, git_tree(repo), repo.head(), OPTIONS)
+
+    assert summary(sink.events) == [
+        (1, "file_changed", ".gitignore", None),
+        (2, "file_changed", "sub/pipe", "not_a_regular_file"),
+        (3, "scan_completed", None),
+    ]

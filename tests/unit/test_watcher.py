@@ -3,22 +3,32 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
-from collections.abc import AsyncIterator, Callable
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
+from typing import Any
 
-from watchfiles import Change
+import pytest
+from structlog.testing import capture_logs
+from watchfiles import Change, awatch
+from watchfiles._rust_notify import WatchfilesRustInternalError
 
-from producers.events import EventBase, FileChanged, ScanCompleted
+from producers.events import EventBase, FileChanged, FileDeleted, ScanCompleted
 from producers.git import Git
 from producers.scan import WorkTree
 from producers.session import SourceOptions, describe_repository, run_source
 from producers.source import InMemorySink, Source
 from producers.watcher import KnownFiles, Watcher, expand_deletions, relative_changes
+from tests.badrepo import UNPRIVILEGED, UNPRIVILEGED_CAN_RUN, live_bad_changes, make_bad_repo
 from tests.gitrepo import GitRepo
 
 TIMEOUT_S = 3.0
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def kinds(events: list[EventBase]) -> list[tuple[str, str]]:
@@ -183,7 +193,8 @@ async def test_a_session_scans_watches_follows_and_stops(tmp_path: Path):
     stop.set()
     await asyncio.wait_for(task, 2.0)
 
-    assert [(getattr(e, "kind", None), getattr(e, "path", None)) for e in sink.events[:7]] == [
+    assert sink.events[0].kind == "lease_claimed"  # type: ignore[attr-defined]
+    assert [(getattr(e, "kind", None), getattr(e, "path", None)) for e in sink.events[1:8]] == [
         ("file_changed", "a.py"),
         ("file_changed", "b.py"),
         ("scan_completed", None),
@@ -196,3 +207,192 @@ async def test_a_session_scans_watches_follows_and_stops(tmp_path: Path):
     states = [s.state for s in sink.statuses]
     assert states[0] == "scanning" and "watching" in states and states[-1] == "stopped"
     assert sink.statuses[-1].head_commit == sha and sink.statuses[-1].last_seq == len(sink.events)
+
+
+def records(events: list[EventBase]) -> list[tuple[str, str | None]]:
+    """(path, skip reason) of each FileChanged, in order."""
+    return [(e.path, e.skipped) for e in events if isinstance(e, FileChanged)]
+
+
+@asynccontextmanager
+async def watcher_of(
+    tree: WorkTree, known: Iterable[str], **kwargs: Any
+) -> AsyncIterator[tuple[InMemorySink, Watcher, asyncio.Task[None]]]:
+    sink = InMemorySink()
+    source = Source("repo-1", str(tree.root), sink, producer="p1")
+    watcher = Watcher(
+        source, tree, max_bytes=1000, debounce_ms=50, known=KnownFiles(known), **kwargs
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(watcher.run(stop))
+    await watcher.watching.wait()
+    try:
+        yield sink, watcher, task
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 2.0)  # stops promptly
+
+
+async def edit_and_see(sink: InMemorySink, root: Path, text: str) -> None:
+    (root / "src" / "app.py").write_text(text)
+    await until(
+        lambda: any(
+            isinstance(e, FileChanged) and e.path == "src/app.py" and e.content == text.encode()
+            for e in sink.events
+        )
+    )
+
+
+@pytest.mark.parametrize("git", [True, False], ids=["git", "plain"])
+async def test_the_watcher_survives_every_live_bad_change_of_a_bad_repo(tmp_path: Path, git: bool):
+    bad = make_bad_repo(tmp_path / "bad", git=git)
+    try:
+        tree = WorkTree(bad.root, Git(bad.root) if git else None)
+        async with watcher_of(tree, tree.list(), backoff_s=0.05, max_backoff_s=0.2) as (
+            sink,
+            watcher,
+            task,
+        ):
+            for i, change in enumerate(live_bad_changes(bad.root)):
+                start = len(sink.events)
+                change.make()
+                wanted = {**change.skipped, **{p: None for p in change.indexed}}
+                await until(partial(covers, sink, start, set(wanted.items())))
+                await quiet(sink)
+                assert not task.done(), change.name
+                await edit_and_see(sink, bad.root, f"x = {i}\n")
+                seen = records(sink.events[start:])
+                assert set(seen) == {*wanted.items(), ("src/app.py", None)}, change.name
+                assert seen[-1] == ("src/app.py", None), change.name
+                if change.name == "bad_name":  # the notifier cannot decode it: restarted
+                    # (again whenever git status opens a racily clean undecodable file)
+                    assert watcher.restarts >= 1
+            assert not task.done()
+    finally:
+        bad.cleanup()
+        for path in (bad.root / "live_locked",):
+            if path.exists():
+                path.chmod(0o755)
+
+
+def covers(sink: InMemorySink, start: int, wanted: set[tuple[str, str | None]]) -> bool:
+    return wanted <= set(records(sink.events[start:]))
+
+
+class FlakyWatch:
+    """awatch, except that the first ``failures`` notifiers fail when told to."""
+
+    def __init__(self, failures: int = 1) -> None:
+        self.failures, self.calls = failures, 0
+        self.fail = asyncio.Event()
+
+    def __call__(self, *paths: str, **kwargs: Any) -> AsyncIterator[set[tuple[Change, str]]]:
+        self.calls += 1
+        return self._failing() if self.calls <= self.failures else awatch(*paths, **kwargs)
+
+    async def _failing(self) -> AsyncIterator[set[tuple[Change, str]]]:
+        await self.fail.wait()  # watches nothing meanwhile: an outage
+        raise WatchfilesRustInternalError("injected")
+        yield set()  # an async generator, as awatch is
+
+
+async def test_a_failed_notifier_is_restarted_and_the_outage_resynced(tmp_path: Path):
+    repo = GitRepo.create(tmp_path / "r", {"a.py": "1", "c.py": "c", "src/app.py": "0"})
+    flaky = FlakyWatch()
+    tree = WorkTree(repo.root, Git(repo.root))
+    with capture_logs() as logs:
+        async with watcher_of(tree, tree.list(), watch=flaky, backoff_s=0.01) as (sink, w, task):
+            repo.write("a.py", "2")
+            repo.write("b.py", "b")
+            (repo.root / "c.py").unlink()
+            flaky.fail.set()
+            await until(lambda: len(sink.events) >= 3)
+            await quiet(sink)
+            assert summary(sink.events) == [  # git still lists the tracked c.py: read, gone
+                ("file_changed", "a.py", b"2"),
+                ("file_changed", "b.py", b"b"),
+                ("file_deleted", "c.py", None),
+            ]
+            assert (w.restarts, flaky.calls, task.done()) == (1, 2, False)
+            await edit_and_see(sink, repo.root, "after = 1\n")
+            assert len(sink.events) == 4
+    failed = [e for e in logs if e["event"] == "watch_failed"]
+    assert [(e["error"], e["restarts"]) for e in failed] == [
+        ("WatchfilesRustInternalError('injected')", 1)
+    ]
+    assert [e["event"] for e in logs].count("watch_restarted") == 1
+
+
+async def test_a_notifier_that_always_fails_never_ends_the_watcher(tmp_path: Path):
+    repo = GitRepo.create(tmp_path / "r", {"a.py": "1"})
+    flaky = FlakyWatch(failures=1000)
+    flaky.fail.set()
+    tree = WorkTree(repo.root, Git(repo.root))
+    async with watcher_of(tree, ["a.py"], watch=flaky, backoff_s=0.001, max_backoff_s=0.01) as (
+        sink,
+        watcher,
+        task,
+    ):
+        await until(lambda: watcher.restarts >= 5)
+        assert not task.done() and sink.events == []  # resyncs found nothing new
+
+
+def summary(events: list[EventBase]) -> list[tuple[str, str, bytes | None]]:
+    return [
+        (e.kind, e.path, e.content if isinstance(e, FileChanged) else None)
+        for e in events
+        if isinstance(e, FileChanged | FileDeleted)
+    ]
+
+
+@pytest.mark.skipif(
+    not UNPRIVILEGED_CAN_RUN or os.environ.get("GAZETTEER_TEST_UNPRIVILEGED") == "1",
+    reason="needs root and setpriv to drop privileges (and is not run from itself)",
+)
+def test_the_bad_repo_tests_pass_without_root_privileges():
+    """As root, chmod 000 stops nothing: the bad-repo tests run again in a process that
+    lost CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, where permission bits do apply."""
+    env = {**os.environ, "GAZETTEER_TEST_UNPRIVILEGED": "1"}
+    selection = [
+        "tests/unit/test_scan.py",
+        "tests/unit/test_file_reader.py",
+        "tests/unit/test_watcher.py",
+        "-k",
+        "(bad_repo or unreadable or becomes_readable) and not without_root",
+    ]
+    args = [*UNPRIVILEGED, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    done = subprocess.run(
+        [*args, *selection], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    last = done.stdout.strip().splitlines()[-1]
+    assert "failed" not in last and "error" not in last and " passed" in last, last
+
+
+@pytest.mark.skipif(
+    os.environ.get("GAZETTEER_TEST_UNPRIVILEGED") != "1" and os.geteuid() == 0,
+    reason="root lists a chmod 000 directory; run by the unprivileged test above",
+)
+async def test_an_unreadable_directory_is_listed_once_it_becomes_readable(tmp_path: Path):
+    repo = GitRepo.create(tmp_path / "r", {"src/app.py": "0"})
+    (repo.root / "locked").mkdir()
+    repo.write("locked/a.py", "A = 1\n")
+    (repo.root / "locked").chmod(0)
+    tree = WorkTree(repo.root, Git(repo.root))
+    try:
+        known = tree.list()
+        assert known == ["locked", "src/app.py"]
+        async with watcher_of(tree, known, backoff_s=0.01) as (sink, watcher, task):
+            (repo.root / "locked").chmod(0o755)
+            await until(lambda: len(sink.events) >= 2)
+            await quiet(sink)
+            assert summary(sink.events) == [
+                ("file_deleted", "locked", None),
+                ("file_changed", "locked/a.py", b"A = 1\n"),
+            ]
+            repo.write("locked/a.py", "A = 2\n")  # watched inside after the rewatch
+            await until(lambda: len(sink.events) >= 3)
+            assert summary(sink.events)[2] == ("file_changed", "locked/a.py", b"A = 2\n")
+            assert not task.done() and watcher.restarts == 0
+    finally:
+        (repo.root / "locked").chmod(0o755)
