@@ -35,6 +35,7 @@ from deploy.runtime import (
 )
 from deploy.settings import Settings
 from deploy.supervisor import GaveUpError
+from deploy.topics_admin import TopicMismatch
 from deploy.up import announcement, inherited_socket, run_up
 from query.mcp_tools import serve_stdio
 from query.metrics import Peer, PeerCollector
@@ -313,6 +314,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except KafkaConnectionError as exc:
         print(f"gazetteer {args.command}: cannot reach the broker ({exc})", file=sys.stderr)
+        return 2
+    except TopicMismatch as exc:  # a cluster laid out for another partition count
+        print(f"gazetteer {args.command}: {exc}", file=sys.stderr)
         return 2
     return 0
 

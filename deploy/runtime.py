@@ -160,7 +160,11 @@ async def _recover_in_place(
                 running.cancel()
             except Exception as exc:  # the old generation failing on its way out is expected
                 log.info("generation_ended_with_error", part=part, error=repr(exc))
-            await asyncio.gather(running, return_exceptions=True)
+            # A client stuck on the lost broker must not hold the recovery: after the grace
+            # once more, the old generation is left to finish (or not) on its own.
+            await asyncio.wait([running], timeout=grace_s)
+            if not running.done():
+                log.warning("generation_abandoned", part=part, after_s=2 * grace_s)
             await ensure_topics(
                 cluster.bootstrap,
                 settings.topics.specs(settings.partitions),
@@ -341,8 +345,9 @@ async def _feed(
     """The materializer, read again from offset 0 into an emptied model after a reset."""
 
     def detected(reset: BrokerReset) -> None:
-        # At once, before the old read ends: no answer says fresh from here on.
-        materializer.ready.clear()
+        # At once, before the old read ends: no answer says fresh from here on. (``ready``
+        # is cleared by `Materializer.reset`: cleared here, the old read, still running,
+        # would set it again and end the rebuilding on the old state.)
         materializer.model.reset_reason = reset.describe()
         materializer.model.rebuilding = True
 

@@ -35,6 +35,10 @@ from deploy.child_process import die_with_parent
 log = structlog.get_logger(__name__)
 
 
+USAGE_EXIT = 2
+"""What ``gazetteer`` exits with when it refuses to run (deploy/cli.py)."""
+
+
 @dataclass(frozen=True, slots=True)
 class RestartPolicy:
     """Restart after ``backoff_s``, doubling per recent exit up to ``backoff_cap_s``; give
@@ -135,8 +139,12 @@ class Supervisor:
             pid = part.popen.pid
             self._clean(part, pid)
             part.exits.append(now)
+            # Exit code 2 is the CLI's refusal (bad settings, a broker out of reach, topics
+            # of another partition count): starting again would only say it again.
             delay = self._policy.delay(part.exits, now)
             log.warning("part_exited", role=part.spec.role, pid=pid, code=code)
+            if code == USAGE_EXIT:
+                raise GaveUpError(f"the {part.spec.role} refused to run (exit code 2); stopping")
             if delay is None:
                 log.error(
                     "part_given_up",

@@ -26,6 +26,7 @@ from query.schemas import (
     FileSummary,
     Health,
     ImportOut,
+    Producer,
     Repository,
     RepositoryList,
     SymbolPage,
@@ -34,6 +35,7 @@ from stores.freshness import Freshness
 from stores.records import FileRecord
 
 MAX_PAGE = 1000
+MAX_FENCED = 20  # older leases listed per repository
 GLOB_CHARS = frozenset("*?[")
 FreshnessStatus = Literal["fresh", "stale", "updating"]
 STATUS = Query(None, description="only the repositories of this freshness status")
@@ -98,6 +100,12 @@ def create_api(
             edges=len(state.edges),
             dead_letters=view.dead_letters,
             delta_seq=state.seq,
+            owner=(
+                Producer(producer=owner.producer, epoch=owner.epoch, host=owner.host)
+                if (owner := view.owner) is not None
+                else None
+            ),
+            fenced=[Producer(producer=p, epoch=e) for e, p in view.fenced_producers[:MAX_FENCED]],
             freshness=model.freshness(state.repo),
         )
 

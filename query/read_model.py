@@ -117,6 +117,13 @@ class ReadModel:
         self.dead_letters_total = 0
         self.deltas_applied = 0
         self.ranking: dict[str, tuple[RankingProfile, RankWeights]] = {}  # by scope
+        # When the materializer last stood at the end of every topic (None: no
+        # materializer feeds this model, as in tests that feed values).
+        self.caught_up_at: float | None = None
+
+    def caught_up(self) -> None:
+        """The feeder has read everything its topics held: answers may say ``fresh``."""
+        self.caught_up_at = self._clock()
 
     def view(self, repo: str) -> RepoView:
         view = self.repos.get(repo)
@@ -156,7 +163,7 @@ class ReadModel:
     def _reset_freshness(self, repo: str) -> Freshness | None:
         """The freshness of a repository not yet fresh since a reset (None: no reset)."""
         reason = self.reset_reason
-        if reason is None or self._checking or repo in self._recovered:
+        if reason is None or self._checking or (repo in self._recovered and not self.rebuilding):
             return None
         view = self.repos[repo]
         if self.rebuilding or view.status is None:
@@ -314,6 +321,7 @@ class ReadModel:
             oldest_pending_since=since,
             now=now,
             rejected=rejected,
+            caught_up_at=self.caught_up_at,
         )
 
 

@@ -16,6 +16,14 @@ class Health(BaseModel):
     dead_letters: int
 
 
+class Producer(BaseModel):
+    """A producer session's lease on a repository (issue 15): the greater one owns it."""
+
+    producer: str = Field(description="the session id: host, pid and a random part")
+    epoch: int
+    host: str | None = None
+
+
 class Repository(BaseModel):
     repo: str
     name: str | None = Field(
@@ -28,6 +36,13 @@ class Repository(BaseModel):
     edges: int
     dead_letters: int
     delta_seq: int
+    owner: Producer | None = Field(
+        description="the lease the index applies events of; None before any claim"
+    )
+    fenced: list[Producer] = Field(
+        description="older leases seen for this repository, newest first (their events "
+        "are dead-lettered, their statuses never count as progress)"
+    )
     freshness: Freshness
 
 

@@ -32,6 +32,8 @@ from pydantic import BaseModel, ConfigDict
 from stores.deltas import SourceMark
 
 SILENCE_FACTOR = 3.0
+CAUGHT_UP_WITHIN_S = 0.5
+"""How recently the read side must have been at the end of its topics to say ``fresh``."""
 
 
 class Freshness(BaseModel):
@@ -108,9 +110,17 @@ def compute_freshness(
     oldest_pending_since: float | None,
     now: float,
     rejected: str | None = None,
+    caught_up_at: float | None = None,
 ) -> Freshness:
     """``rejected``: a recent dead letter of the repository's rejected events, said in
-    the reason (the index is not wrong for it, but someone sends what it refuses)."""
+    the reason (the index is not wrong for it, but someone sends what it refuses).
+
+    ``caught_up_at``: when the read side last stood at the end of every topic it reads
+    (None: the caller does not follow topics). A read side cannot know of an event it
+    has not read: one busy for longer than ``CAUGHT_UP_WITHIN_S`` (a loop full of
+    queries) may have a producer's news waiting unread, so it says ``updating``, never
+    ``fresh`` (issue 15: under 20 clients, answers said ``fresh`` with old contents up
+    to 1.5 s after the producer's status was on the broker)."""
     pending = pending_events(view, applied)
     if pending:
         since = oldest_pending_since if oldest_pending_since is not None else now
@@ -150,6 +160,12 @@ def compute_freshness(
         status, reason = "stale", "the head commit is not indexed yet"
     elif applied is None or view.lease != applied.lease:
         status, reason = "updating", f"the claim of producer {view.producer} is not applied"
+    elif caught_up_at is not None and now - caught_up_at > CAUGHT_UP_WITHIN_S:
+        behind_ms = (now - caught_up_at) * 1000
+        status, reason = (
+            "updating",
+            f"the read side last caught up with the topics {behind_ms:.0f} ms ago",
+        )
     else:
         status, reason = "fresh", "the index reflects the head commit and the work tree"
     if rejected is not None:

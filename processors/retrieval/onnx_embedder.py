@@ -98,9 +98,13 @@ class OnnxEmbedder:
 
     @classmethod
     def default(cls) -> OnnxEmbedder:
-        """all-MiniLM-L6-v2, int8, from the installed wheels: 384 dims, offline."""
+        """all-MiniLM-L6-v2, int8, from the installed wheels: 384 dims, offline.
+
+        One intra-op thread: the model embeds in the background, beside the worker and
+        the queries, and onnxruntime's default (a thread per core) took both cores of a
+        2-core machine, so that under load an edit waited seconds to show (issue 15)."""
         model, tokenizer = default_model_files()
-        return cls(model, tokenizer, name=DEFAULT_MODEL_NAME)
+        return cls(model, tokenizer, name=DEFAULT_MODEL_NAME, threads=1)
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

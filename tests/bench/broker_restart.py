@@ -127,8 +127,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog=f"python -m tests.bench.{NAME}", description=__doc__)
     parser.add_argument("--broker", choices=("tansu", "kafka", "both"), default="both")
     parser.add_argument("--large", type=int, default=300, help="files of the larger repository")
+    parser.add_argument("--log-level", default="warning")
     args = parser.parse_args()
-    configure_logging("warning")
+    configure_logging(args.log_level)
     path = harness.write_json(NAME, asyncio.run(run(args)))
     harness.progress(f"wrote {path}")
 

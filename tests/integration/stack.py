@@ -85,9 +85,13 @@ class Stack:
             if self.model is not None
             else (lambda repo: None)
         )
+        model = self.model
+        known_epoch = model.known_epoch if model is not None else (lambda repo: 0)
         self._start(
             "sources",
-            lambda stop: run_sources(self.settings, self.cluster, roots, stop, since=since),
+            lambda stop: run_sources(
+                self.settings, self.cluster, roots, stop, since=since, known_epoch=known_epoch
+            ),
         )
 
     def _start(self, name: str, run: Callable[[asyncio.Event], Awaitable[None]]) -> None:

@@ -83,7 +83,8 @@ async def test_restart_reconciles_with_a_git_diff(broker, stack: Stack, tmp_path
     await stack.start_sources([repo.root])
     await fresh_at(stack, repo.root, head)
     status = stack.model.repos[rid].status
-    assert status is not None and status.last_seq == 5, "not a diff: 4 paths and a barrier"
+    # The claim, then 4 paths and a barrier: a diff, not a full scan.
+    assert status is not None and status.last_seq == 6, "not a diff: 4 paths and a barrier"
     state = stack.model.repos[rid].state
     assert state.files["pkg/m4.py"].working_tree is True and "pkg/m2.py" not in state.files
     assert content_of(stack, rid) == await full_index(broker, tmp_path, repo.root, head)
@@ -107,5 +108,6 @@ async def test_restart_falls_back_to_a_full_scan_when_the_commit_is_gone(
     await stack.start_sources([repo.root])
     await fresh_at(stack, repo.root, head)
     status = stack.model.repos[rid].status
-    assert status is not None and status.last_seq == len(FILES) + 1, "not a full scan"
+    # The claim, every file, the barrier.
+    assert status is not None and status.last_seq == len(FILES) + 2, "not a full scan"
     assert content_of(stack, rid) == await full_index(broker, tmp_path, repo.root, head)

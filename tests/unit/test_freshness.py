@@ -186,3 +186,13 @@ def test_a_rejected_dead_letter_is_said_in_the_freshness_reason() -> None:
     assert model.freshness("app-1").reason.endswith(
         "events rejected recently (fenced: lease (1, p1) is older than the current (2, p2))"
     )
+
+
+def test_a_read_side_that_has_not_caught_up_lately_never_says_fresh() -> None:
+    # now is 101.0: caught up 0.4 s ago is within the bound, 0.6 s ago is not.
+    assert fresh(caught_up_at=100.6).status == "fresh"
+    behind = fresh(caught_up_at=100.4)
+    assert behind.status == "updating"
+    assert behind.reason == "the read side last caught up with the topics 600 ms ago"
+    # Stale stays stale: the bound only ever takes "fresh" away.
+    assert fresh(caught_up_at=90.0, indexed_commit="c0").status == "stale"

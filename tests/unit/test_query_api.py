@@ -182,3 +182,20 @@ def test_read_model_ignores_replayed_deltas_and_refuses_gaps(model: ReadModel) -
     gap = first.model_copy(update={"seq": 9})
     assert model.apply_delta(gap) is False
     assert model.repos["app-1"].state.seq == 6
+
+
+def test_a_repository_names_its_owner_and_the_producers_it_fenced() -> None:
+    model = ReadModel(clock=lambda: 1002.0)
+    index = RepoIndex("app-1", parse=tiny_parse)
+    first, second = Stamp(producer="p1"), Stamp(producer="p2", epoch=2)
+    for event in [first.claim(), first.changed("a.py", "def f"), second.claim()]:
+        delta = index.handle(event, now=1000.5)
+        assert delta is not None
+        model.apply_delta(delta)
+    model.apply_status(status(2, producer="p1"))
+    model.apply_status(status(1, producer="p2", epoch=2))
+    repo = TestClient(create_api(model, ready=lambda: True)).get("/repositories/app-1").json()
+    assert repo["owner"] == {"producer": "p2", "epoch": 2, "host": "test-host"}
+    assert repo["fenced"] == [{"producer": "p1", "epoch": 1, "host": None}]
+    # The fenced producer's status is shown nowhere as progress: the owner's counts.
+    assert repo["freshness"]["pending_events"] == 0

@@ -45,6 +45,13 @@ async def test_a_part_that_keeps_crashing_is_given_up_on_with_a_clear_error() ->
     )
 
 
+async def test_a_part_that_refuses_to_run_is_not_started_again() -> None:
+    supervisor = Supervisor([ChildSpec("worker", python("raise SystemExit(2)"))], policy=FAST)
+    with pytest.raises(GaveUpError) as error:
+        await asyncio.wait_for(supervisor.run(asyncio.Event()), 10)
+    assert str(error.value) == "the worker refused to run (exit code 2); stopping"
+
+
 async def test_a_part_that_exits_is_restarted_and_its_leftovers_removed(tmp_path: Path) -> None:
     marker, leftover = tmp_path / "crashed-once", tmp_path / "run-dir"
     leftover.mkdir()
