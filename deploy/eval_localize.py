@@ -102,6 +102,7 @@ async def index_folder(root: Path, repo: str, dense: DenseIndex | None = None) -
     started = time.perf_counter()
     sink = InMemorySink()
     source = Source(repo, str(root), sink)
+    await source.claim()  # a session opens with its claim, or the index takes nothing
     await full_scan(source, WorkTree(root, None), ScanOptions())
     index, retrieval = RepoIndex(repo), RepoRetrieval(repo, dense)
     whole = FileBM25()

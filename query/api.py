@@ -10,6 +10,7 @@ from fastapi import FastAPI, HTTPException, Query, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from query.churn_api import create_churn_routes
+from query.compute_gate import ComputeGate
 from query.dashboard import create_dashboard_routes
 from query.graph_search_api import create_graph_search_routes
 from query.host_check import HostCheck, HostRule
@@ -74,6 +75,8 @@ def create_api(
         description="Where things are in an organization's code, and how far to trust it.",
         version="0.1.0",
     )
+    # Inside the timer, so that a query's time counts its wait for a slot.
+    api.add_middleware(ComputeGate)
     api.add_middleware(QueryTimer)
     api.state.host_rule = hosts  # mount_mcp's in-process calls pass the same check
     if hosts is not None:

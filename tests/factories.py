@@ -21,6 +21,7 @@ from producers.events import (
     FileDeleted,
     LeaseClaimed,
     ScanCompleted,
+    SourceStatus,
     content_hash,
 )
 from producers.signing import SessionKey
@@ -305,3 +306,24 @@ def neighborhood_snapshot(
         links=(),
         changes=changes,
     )
+
+
+def source_status(last_seq: int, **fields: Any) -> SourceStatus:
+    """A producer's status on the sources topic: ``p1`` of ``app-1`` watching at ``c1``,
+    unless ``fields`` say otherwise."""
+    values: dict[str, Any] = {
+        "repo": "app-1",
+        "producer": "p1",
+        "root": "/src/app",
+        "branch": "main",
+        "head_commit": "c1",
+        "working_tree_dirty": False,
+        "last_seq": last_seq,
+        "batch_first_seq": 1,
+        "batch_started_at": 1000.0,
+        "sent_at": 1001.0,
+        "heartbeat_s": 5.0,
+        "state": "watching",
+    }
+    values.update(fields)
+    return SourceStatus(**values)

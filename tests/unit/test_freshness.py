@@ -9,7 +9,7 @@ from query.read_model import Owner, ReadModel
 from stores.dead_letters import DeadLetter
 from stores.deltas import SourceMark
 from stores.freshness import BatchClock, ProducerView, compute_freshness
-from tests.factories import Stamp, tiny_parse
+from tests.factories import Stamp, source_status, tiny_parse
 
 
 def view(**overrides: object) -> ProducerView:
@@ -115,21 +115,7 @@ def test_recent_rejected_events_are_said_in_the_reason() -> None:
 
 
 def status(producer: str, epoch: int, last_seq: int, sent_at: float = 1001.0) -> SourceStatus:
-    return SourceStatus(
-        repo="app-1",
-        producer=producer,
-        root="/r",
-        branch="main",
-        head_commit="c1",
-        working_tree_dirty=False,
-        last_seq=last_seq,
-        batch_first_seq=1,
-        batch_started_at=1000.0,
-        sent_at=sent_at,
-        heartbeat_s=5.0,
-        state="watching",
-        epoch=epoch,
-    )
+    return source_status(last_seq, producer=producer, epoch=epoch, sent_at=sent_at, root="/r")
 
 
 def owned_model() -> tuple[ReadModel, RepoIndex]:

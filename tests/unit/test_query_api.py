@@ -9,26 +9,11 @@ from processors.indexer import RepoIndex
 from producers.events import SourceStatus
 from query.api import create_api
 from query.read_model import ReadModel
-from tests.factories import Stamp, tiny_parse
+from tests.factories import Stamp, source_status, tiny_parse
 
 
 def status(last_seq: int, **kw: object) -> SourceStatus:
-    fields: dict[str, object] = {
-        "repo": "app-1",
-        "producer": "p1",
-        "root": "/src/app",
-        "branch": "main",
-        "head_commit": "c1",
-        "working_tree_dirty": False,
-        "last_seq": last_seq,
-        "batch_first_seq": 1,
-        "batch_started_at": 1000.0,
-        "sent_at": 1001.0,
-        "heartbeat_s": 5.0,
-        "state": "watching",
-    }
-    fields.update(kw)
-    return SourceStatus(**fields)  # type: ignore[arg-type]
+    return source_status(last_seq, **kw)
 
 
 @pytest.fixture

@@ -5,27 +5,13 @@ from __future__ import annotations
 from processors.indexer import RepoIndex
 from producers.events import SourceStatus
 from query.read_model import ReadModel
-from tests.factories import Stamp, tiny_parse
+from tests.factories import Stamp, source_status, tiny_parse
 
 REASON = "the broker came back empty at 2026-01-01 00:00:00 (topic t is gone); re-indexing"
 
 
 def status(producer: str, last_seq: int, state: str = "watching") -> SourceStatus:
-    return SourceStatus(
-        repo="app-1",
-        producer=producer,
-        root="/r",
-        branch="main",
-        head_commit="c1",
-        working_tree_dirty=False,
-        last_seq=last_seq,
-        batch_first_seq=1,
-        batch_started_at=1000.0,
-        sent_at=1001.0,
-        heartbeat_s=5.0,
-        state=state,  # type: ignore[arg-type]
-        epoch=1,
-    )
+    return source_status(last_seq, producer=producer, state=state, root="/r")
 
 
 def indexed(model: ReadModel, producer: str, upto: int | None = None) -> int:

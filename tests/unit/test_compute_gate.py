@@ -1,0 +1,50 @@
+"""The gate in front of the query routes: a few at a time, the rest wait their turn."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+
+from query.compute_gate import ComputeGate
+
+
+class Probe:
+    """An ASGI app whose requests wait until released, recording who got in."""
+
+    def __init__(self) -> None:
+        self.entered: list[str] = []
+        self.release = asyncio.Event()
+
+    async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+        self.entered.append(scope["path"])
+        if scope["path"] != "/health":
+            await self.release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+
+async def test_two_queries_compute_at_once_and_health_never_waits() -> None:
+    probe = Probe()
+    gate = ComputeGate(probe, slots=2)
+    transport = httpx.ASGITransport(app=gate)
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        paths = [f"/repositories/r{i}/search" for i in range(5)]
+        queries = [asyncio.create_task(client.get(p)) for p in paths]
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert probe.entered == paths[:2] and gate.inside == 2
+        # /health and the dashboard are not gated: they answer while the slots are taken.
+        assert (await client.get("/health")).status_code == 200
+        assert probe.entered == [*paths[:2], "/health"]
+        probe.release.set()
+        assert [r.status_code for r in await asyncio.gather(*queries)] == [200] * 5
+    # The others went in, in the order they came, never more than two at once.
+    assert probe.entered == [*paths[:2], "/health", *paths[2:]]
+    assert (gate.inside, gate.most_inside) == (0, 2)
+
+
+def test_a_gate_needs_a_slot() -> None:
+    with pytest.raises(ValueError, match="at least one slot"):
+        ComputeGate(Probe(), slots=0)
