@@ -5,7 +5,7 @@ part talking to the others only through the topics, exactly as the distributed
 commands ``worker``, ``watch`` and ``serve`` do on their own.
 
 Each part recovers in place from a broker that came back empty (issue 15): the
-process's `BrokerWatch` (`Cluster.watch`) tells it, and `_recover_in_place` ends the
+process's `BrokerWatch` (`Cluster.watch`) tells it, and `deploy.recovery.recover_in_place` ends the
 part's current generation, ensures the topics and starts a new one: the worker with a
 new faust app, the query service re-reading the new topics into an emptied read model
 (its HTTP socket stays bound), the producers with new sessions and full scans.
@@ -18,7 +18,6 @@ import contextlib
 import os
 import shutil
 import socket
-import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from deploy.broker_watch import BrokerReset, BrokerWatch
 from deploy.dense_setup import dense_index, worker_fill
 from deploy.listener import listen
 from deploy.metrics_server import metrics_served, report_consumer_lag
+from deploy.recovery import Recovery, recover_in_place
 from deploy.settings import Settings
 from deploy.topics_admin import ensure_topics, install_no_topic_auto_creation
 from processors.app import MAX_DELTA_BYTES, WorkerConfig, create_app
@@ -86,93 +86,15 @@ async def connect(settings: Settings, bootstrap: str) -> Cluster:
     return cluster
 
 
-@dataclass(slots=True)
-class Recovery:
-    """What a part's generation knows of the reset it recovers from (None: first start)."""
-
-    part: str
-    after: BrokerReset | None
-    _said: bool = False
-
-    def done(self, **facts: object) -> None:
-        """The part serves again: said once, with the seconds since the reset was seen."""
-        if self.after is None or self._said:
-            return
-        self._said = True
-        seconds = round(time.time() - self.after.at, 2)
-        log.info("broker_reset_recovered", part=self.part, seconds=seconds, **facts)
-
-
-_NEXT = {
-    "worker": "stopping the worker; a new one starts on the recreated topics",
-    "query": "dropping the read model; re-reading the new topics from offset 0",
-    "sources": "ending the producer sessions; new ones do a full scan",
-}
-
-
-async def _recover_in_place(
-    part: str,
-    settings: Settings,
-    cluster: Cluster,
-    stop: asyncio.Event,
-    generation: Callable[[asyncio.Event, Recovery], Awaitable[None]],
-    *,
-    on_detected: Callable[[BrokerReset], None] = lambda reset: None,
-    grace_s: float = 10.0,
-) -> None:
-    """Run ``generation(its_stop, recovery)`` until ``stop``; when the broker resets,
-    end it (``on_detected`` first; cancelled after ``grace_s``), ensure the topics
-    (recreating empty ones with the wrong count) and run a new one."""
-    watch = cluster.watch
-    if watch is None:
-        await generation(stop, Recovery(part, None))
-        return
-    async with watch.watching():
-        recovery = Recovery(part, None)
-        while True:
-            epoch, its_stop = watch.epoch, asyncio.Event()
-            running = asyncio.ensure_future(generation(its_stop, recovery))
-            resetting = asyncio.ensure_future(watch.next_reset(epoch))
-            stopping = asyncio.ensure_future(stop.wait())
-            try:
-                await asyncio.wait(
-                    [running, resetting, stopping], return_when=asyncio.FIRST_COMPLETED
-                )
-            except asyncio.CancelledError:
-                running.cancel()  # the part is cancelled: so is its generation
-                raise
-            finally:
-                resetting.cancel()
-                stopping.cancel()
-            if running.done() or stop.is_set():
-                its_stop.set()
-                await running  # a generation that ended (or failed) on its own ends the part
-                return
-            reset = watch.resets[epoch]
-            log.warning(
-                "broker_reset_detected", part=part, reason=reset.reason, next=_NEXT.get(part)
-            )
-            on_detected(reset)
-            its_stop.set()
-            try:
-                await asyncio.wait_for(asyncio.shield(running), grace_s)
-            except TimeoutError:
-                running.cancel()
-            except Exception as exc:  # the old generation failing on its way out is expected
-                log.info("generation_ended_with_error", part=part, error=repr(exc))
-            # A client stuck on the lost broker must not hold the recovery: after the grace
-            # once more, the old generation is left to finish (or not) on its own.
-            await asyncio.wait([running], timeout=grace_s)
-            if not running.done():
-                log.warning("generation_abandoned", part=part, after_s=2 * grace_s)
-            await ensure_topics(
-                cluster.bootstrap,
-                settings.topics.specs(settings.partitions),
-                config=TOPIC_CONFIG,
-                broker_is_tansu=cluster.tansu,
-                recreate_empty=True,
-            )
-            recovery = Recovery(part, reset)
+def _ensurer(settings: Settings, cluster: Cluster) -> Callable[[], Awaitable[object]]:
+    """The topics ensured again after a reset (empty ones of another count recreated)."""
+    return lambda: ensure_topics(
+        cluster.bootstrap,
+        settings.topics.specs(settings.partitions),
+        config=TOPIC_CONFIG,
+        broker_is_tansu=cluster.tansu,
+        recreate_empty=True,
+    )
 
 
 def run_dir(settings: Settings, role: str) -> Path:
@@ -199,7 +121,9 @@ async def run_worker(
         await _worker_generation(settings, cluster, its_stop, recovery, on_started, fill)
 
     async with metrics_served(settings):
-        await _recover_in_place("worker", settings, cluster, stop, generation)
+        await recover_in_place(
+            "worker", cluster.watch, stop, generation, ensure_topics=_ensurer(settings, cluster)
+        )
 
 
 async def _worker_generation(
@@ -296,7 +220,12 @@ async def run_query(
         ready=ready,
     )
     hosts = host_rule(settings.host, settings.allowed_host_names)
-    api = create_api(model, ready=materializer.ready.is_set, hosts=hosts)
+    api = create_api(
+        model,
+        ready=materializer.ready.is_set,
+        hosts=hosts,
+        before_answer=materializer.probe_sources,
+    )
     api.state.stopping = stop  # open dashboard event streams end before uvicorn waits on them
     mcp = mount_mcp(api)
     sock = listening if listening is not None else listen(settings.host, settings.port)
@@ -362,7 +291,14 @@ async def _feed(
         ready.cancel()
         await reading
 
-    await _recover_in_place("query", settings, cluster, stop, generation, on_detected=detected)
+    await recover_in_place(
+        "query",
+        cluster.watch,
+        stop,
+        generation,
+        ensure_topics=_ensurer(settings, cluster),
+        on_detected=detected,
+    )
 
 
 async def run_sources(
@@ -393,7 +329,14 @@ async def run_sources(
         )
 
     async with metrics_served(settings):
-        await _recover_in_place("sources", settings, cluster, stop, generation, grace_s=5.0)
+        await recover_in_place(
+            "sources",
+            cluster.watch,
+            stop,
+            generation,
+            ensure_topics=_ensurer(settings, cluster),
+            grace_s=5.0,
+        )
 
 
 def _none(repo: str) -> str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Literal
 
 from fastapi import FastAPI, HTTPException, Query, Response
@@ -61,7 +61,11 @@ def name_matches(pattern: str, repo: str, view: RepoView) -> bool:
 
 
 def create_api(
-    model: ReadModel, ready: Callable[[], bool], *, hosts: HostRule | None = None
+    model: ReadModel,
+    ready: Callable[[], bool],
+    *,
+    hosts: HostRule | None = None,
+    before_answer: Callable[[str], Awaitable[None]] | None = None,
 ) -> FastAPI:
     """The endpoints are coroutines on purpose: they run on the event loop that feeds the
     read model, so a request never sees the model half-way through a delta (FastAPI runs
@@ -69,14 +73,15 @@ def create_api(
 
     ``hosts``: the Host names every route answers to (query/host_check.py; the service
     passes `host_rule` of its bind address); None: any, for an app called in process
-    (tests, the stdio MCP server's schema)."""
+    (tests, the stdio MCP server's schema). ``before_answer(repo)``: awaited before an
+    answer about a repository is computed (the materializer's `probe_sources`)."""
     api = FastAPI(
         title="Gazetteer",
         description="Where things are in an organization's code, and how far to trust it.",
         version="0.1.0",
     )
     # Inside the timer, so that a query's time counts its wait for a slot.
-    api.add_middleware(ComputeGate)
+    api.add_middleware(ComputeGate, before=before_answer)
     api.add_middleware(QueryTimer)
     api.state.host_rule = hosts  # mount_mcp's in-process calls pass the same check
     if hosts is not None:

@@ -19,6 +19,7 @@ another).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -31,10 +32,18 @@ class ComputeGate:
     """Pure ASGI middleware: at most ``slots`` gated requests inside the app at once;
     the others wait in arrival order."""
 
-    def __init__(self, app: ASGIApp, slots: int = DEFAULT_SLOTS) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        slots: int = DEFAULT_SLOTS,
+        before: Callable[[str], Awaitable[None]] | None = None,
+    ) -> None:
+        """``before(repo)`` runs when a request about a repository arrives, before it
+        waits for a slot (the service looks for news on the broker it has not read)."""
         if slots < 1:
             raise ValueError(f"a gate needs at least one slot, not {slots}")
         self.app = app
+        self._before = before
         self._slots = asyncio.Semaphore(slots)
         self.inside = 0  # gated requests inside the app now (for tests and metrics)
         self.most_inside = 0
@@ -43,6 +52,11 @@ class ComputeGate:
         if scope["type"] != "http" or not scope["path"].startswith(GATED_PREFIXES):
             await self.app(scope, receive, send)
             return
+        # Before the wait for a slot: what was on the broker when the request came is
+        # what its answer must know of, and a look that waits on I/O holds no slot.
+        repo = repository_of(scope["path"])
+        if repo is not None and self._before is not None:
+            await self._before(repo)
         async with self._slots:
             self.inside += 1
             self.most_inside = max(self.most_inside, self.inside)
@@ -50,3 +64,12 @@ class ComputeGate:
                 await self.app(scope, receive, send)
             finally:
                 self.inside -= 1
+
+
+def repository_of(path: str) -> str | None:
+    """The repository a route is about: ``/repositories/{repo}/...`` (None for others;
+    ``path`` as ASGI gives it, percent-decoded)."""
+    parts = path.split("/", 3)
+    if len(parts) >= 3 and parts[1] == "repositories" and parts[2]:
+        return parts[2]
+    return None

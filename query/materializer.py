@@ -11,9 +11,13 @@ to the end offsets it saw at start. After a broker reset (`reset`, issue 15) the
 from __future__ import annotations
 
 import asyncio
+import functools
+import time
 
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaError
+from aiokafka.partitioner import DefaultPartitioner
 from pydantic import ValidationError
 
 from processors.heap import SETTLE_AFTER_CHANGES, settle
@@ -28,6 +32,17 @@ from stores.neighborhoods import decode_snapshot
 from stores.ranking import decode_profile
 
 log = structlog.get_logger(__name__)
+
+_PARTITIONER = DefaultPartitioner()
+PROBE_TTL_S = 0.05
+"""How long a look at the end of a sources partition serves the answers after it."""
+PROBE_TIMEOUT_S = 0.25
+"""How long an answer waits for that look; past it the answer says ``updating``."""
+
+
+def partition_of(repo: str, partitions: int) -> int:
+    """The partition the producers' default partitioner puts ``repo``'s key on."""
+    return int(_PARTITIONER(repo.encode(), list(range(partitions)), list(range(partitions))))
 
 
 class Materializer:
@@ -51,6 +66,53 @@ class Materializer:
         self._settle_due = False
         self.messages = 0
         self.lag: dict[str, int] = {}
+        self._consumer: AIOKafkaConsumer | None = None
+        self._probed: dict[TopicPartition, tuple[float, int]] = {}  # tp -> (when, end)
+        self._asking: dict[TopicPartition, asyncio.Future[dict[TopicPartition, int]]] = {}
+
+    async def probe_sources(self, repo: str) -> None:
+        """Before an answer about ``repo``: does the broker hold producer statuses of it
+        that this replica has not read? (``ReadModel.unread_statuses``)
+
+        What the fetches reported can be old by the time a busy loop reads it (issue 15:
+        under 20 clients, answers said `fresh` a second after a status was on the
+        broker), so this asks the broker for the end of the repository's partition of
+        the sources topic, at most every ``PROBE_TTL_S`` per partition. A status is one
+        record per batch (sent and awaited one by one), so ListOffsets' answer is its
+        end on Tansu too (whose quirk is to answer the last batch's base offset + 1)."""
+        consumer = self._consumer
+        if consumer is None or not self.ready.is_set():
+            return
+        partitions = consumer.partitions_for_topic(self._topics.sources)
+        if not partitions:
+            return
+        tp = TopicPartition(self._topics.sources, partition_of(repo, len(partitions)))
+        now = time.monotonic()
+        probed = self._probed.get(tp)
+        if probed is None or now - probed[0] > PROBE_TTL_S:
+            asking = self._asking.get(tp)
+            if asking is None:  # one question in flight per partition, shared
+                asking = self._asking[tp] = asyncio.ensure_future(consumer.end_offsets([tp]))
+                asking.add_done_callback(functools.partial(self._asked, tp))
+            try:
+                end = (await asyncio.wait_for(asyncio.shield(asking), PROBE_TIMEOUT_S))[tp]
+            except (KafkaError, TimeoutError) as exc:
+                # The broker does not answer in time: whether the producer reported since
+                # cannot be told, so the answer cannot vouch either.
+                log.debug("sources_probe_failed", error=repr(exc))
+                self.model.unread_statuses.add(repo)
+                return
+            probed = self._probed[tp] = (now, end)
+        if probed[1] > await consumer.position(tp):
+            self.model.unread_statuses.add(repo)
+        else:
+            self.model.unread_statuses.discard(repo)
+
+    def _asked(self, tp: TopicPartition, asking: asyncio.Future[object]) -> None:
+        """A look at a partition's end is over (its error, if any, was logged)."""
+        self._asking.pop(tp, None)
+        if not asking.cancelled() and asking.exception() is not None:
+            log.debug("sources_probe_ended", error=repr(asking.exception()))
 
     async def run(self, stop: asyncio.Event) -> None:
         consumer = AIOKafkaConsumer(
@@ -59,6 +121,7 @@ class Materializer:
             auto_offset_reset="earliest",
         )
         await consumer.start()
+        self._consumer = consumer
         try:
             partitions = await self._partitions(consumer)
             consumer.assign(partitions)
@@ -88,6 +151,7 @@ class Materializer:
                 if self._settle_due:
                     self._settle()
         finally:
+            self._consumer = None
             await consumer.stop()
 
     def reset(self, reason: str) -> None:

@@ -120,6 +120,9 @@ class ReadModel:
         # When the materializer last stood at the end of every topic (None: no
         # materializer feeds this model, as in tests that feed values).
         self.caught_up_at: float | None = None
+        # Repositories whose producer statuses on the broker went past what was read,
+        # at the last look before an answer (query/materializer.py `probe_sources`).
+        self.unread_statuses: set[str] = set()
 
     def caught_up(self) -> None:
         """The feeder has read everything its topics held: answers may say ``fresh``."""
@@ -313,7 +316,7 @@ class ReadModel:
             )
             applied_seq = state.source.seq if same and state.source else 0
             since = view.clock.oldest_pending_since(status.producer, applied_seq)
-        return compute_freshness(
+        answer = compute_freshness(
             view=producer,
             applied=state.source,
             indexed_commit=state.indexed_commit,
@@ -323,6 +326,12 @@ class ReadModel:
             rejected=rejected,
             caught_up_at=self.caught_up_at,
         )
+        if answer.status == "fresh" and repo in self.unread_statuses:
+            # The broker holds a newer status of the producer than the one read: there is
+            # news this replica has not read, so it cannot vouch (issue 15).
+            reason = "the broker holds a producer status not read yet, or does not answer"
+            return answer.model_copy(update={"status": "updating", "reason": reason})
+        return answer
 
 
 def _without_references(delta: GraphDelta, counts: dict[str, int]) -> GraphDelta:

@@ -7,7 +7,7 @@ import asyncio
 import httpx
 import pytest
 
-from query.compute_gate import ComputeGate
+from query.compute_gate import ComputeGate, repository_of
 
 
 class Probe:
@@ -48,3 +48,26 @@ async def test_two_queries_compute_at_once_and_health_never_waits() -> None:
 def test_a_gate_needs_a_slot() -> None:
     with pytest.raises(ValueError, match="at least one slot"):
         ComputeGate(Probe(), slots=0)
+
+
+async def test_before_looks_at_the_repository_an_answer_is_about() -> None:
+    probe, looked = Probe(), []
+    probe.release.set()
+
+    async def before(repo: str) -> None:
+        looked.append((repo, list(probe.entered)))
+
+    transport = httpx.ASGITransport(app=ComputeGate(probe, before=before))
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        for path in ("/repositories/app-1/search", "/repositories", "/repositories/b-2"):
+            assert (await client.get(path)).status_code == 200
+    # Once per answer about one repository, before the app computes it.
+    assert looked == [("app-1", []), ("b-2", ["/repositories/app-1/search", "/repositories"])]
+
+
+def test_the_repository_of_a_route() -> None:
+    assert repository_of("/repositories/app-1/files/src/a.py") == "app-1"
+    assert repository_of("/repositories/app-1") == "app-1"
+    assert repository_of("/repositories") is None
+    assert repository_of("/repositories/") is None
+    assert repository_of("/dead-letters") is None

@@ -182,3 +182,15 @@ def test_a_read_side_that_has_not_caught_up_lately_never_says_fresh() -> None:
     assert behind.reason == "the read side last caught up with the topics 600 ms ago"
     # Stale stays stale: the bound only ever takes "fresh" away.
     assert fresh(caught_up_at=90.0, indexed_commit="c0").status == "stale"
+
+
+def test_a_status_on_the_broker_not_yet_read_takes_fresh_away() -> None:
+    model, _ = owned_model()
+    model.apply_status(status("p2", 2, 2))
+    assert model.freshness("app-1").status == "fresh"
+    model.unread_statuses.add("app-1")
+    answer = model.freshness("app-1")
+    assert (answer.status, answer.reason) == (
+        "updating",
+        "the broker holds a producer status not read yet, or does not answer",
+    )
