@@ -119,6 +119,10 @@ async def _cluster(settings: Settings) -> AsyncIterator[Cluster]:
 _PARENT_WATCH: set[asyncio.Task[None]] = set()
 
 
+STOP_DEADLINE_S = 10.0
+"""How long a requested stop may take before the process exits without the parts."""
+
+
 def _stop_on_signals(stop: asyncio.Event, parent_pid: int | None = None) -> None:
     """The first SIGINT/SIGTERM sets ``stop``, a second exits at once. With a
     ``parent_pid`` (a part under `up`), the parent's death sets ``stop`` too."""
@@ -133,6 +137,15 @@ def _stop_on_signals(stop: asyncio.Event, parent_pid: int | None = None) -> None
             _exit_now(130)
         log.info("stop_requested")
         stop.set()
+        loop.call_later(STOP_DEADLINE_S, _overdue)
+
+    def _overdue() -> None:
+        """A part still stopping after the deadline: say which, and stop anyway (issue
+        15: Ctrl-C always stops within seconds; a part that hangs on its way out leaves
+        its evidence in this line)."""
+        running = sorted(t.get_name() for t in asyncio.all_tasks(loop) if not t.done())
+        log.warning("stop_overdue", after_s=STOP_DEADLINE_S, still_running=running[:20])
+        _exit_now(0)
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, request_stop)
