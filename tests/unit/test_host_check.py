@@ -11,15 +11,10 @@ from fastapi import FastAPI
 from fastapi.routing import iter_route_contexts
 from fastapi.testclient import TestClient
 
-from processors.indexer import RepoIndex
-from processors.neighborhoods.graph_state import FileGraphState
-from processors.neighborhoods.recluster import ReclusterSettings, recluster
 from query.api import create_api
 from query.host_check import HostRule, host_of, host_rule
 from query.mcp_tools import mount_mcp
-from query.read_model import ReadModel
-from tests.factories import Stamp
-from tests.unit.test_retrieval_api import FILES
+from tests.unit.test_retrieval_api import indexed_model
 
 # A value for each path parameter of the routes (an indexed file, a neighborhood id and
 # a churn entry need not exist: a 404 is an answer too, only not a refusal).
@@ -31,20 +26,6 @@ PATH_VALUES = {
     "name": "dashboard.js",
 }
 REFUSED = (400, 421)
-
-
-def indexed_model() -> ReadModel:
-    """``app-1`` indexed and clustered."""
-    model, index, stamp = ReadModel(clock=lambda: 1002.0), RepoIndex("app-1"), Stamp()
-    events = [stamp.changed(p, t, origin="scan") for p, t in FILES.items()]
-    for event in [stamp.claim(), *events, stamp.scan_completed("c1")]:
-        delta = index.handle(event, now=1000.0)
-        assert delta is not None
-        model.apply_delta(delta)
-    model.apply_snapshot(
-        recluster(FileGraphState.of(index.state), None, ReclusterSettings(), now=1001.0)
-    )
-    return model
 
 
 def service(bind: str = "127.0.0.1", listed: tuple[str, ...] = ()) -> FastAPI:

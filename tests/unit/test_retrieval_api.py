@@ -38,6 +38,11 @@ FILES = {
 
 @pytest.fixture
 def model() -> ReadModel:
+    return indexed_model()
+
+
+def indexed_model() -> ReadModel:
+    """``app-1`` (FILES) indexed and clustered."""
     model, index, stamp = ReadModel(clock=lambda: 1002.0), RepoIndex("app-1"), Stamp()
     events = [stamp.changed(p, t, origin="scan") for p, t in FILES.items()]
     for event in [stamp.claim(), *events, stamp.scan_completed("c1")]:
