@@ -311,7 +311,18 @@ async def run_sources(
     known_epoch: Callable[[str], int] = lambda repo: 0,
 ) -> None:
     """``known_epoch``: the largest lease epoch known per repository (the read side's
-    ReadModel.known_epoch); each session claims one more (issue 15)."""
+    ReadModel.known_epoch); each session claims one more (issue 15).
+
+    The epochs this process claimed count too: after a broker reset the read side is
+    emptied and knows none, and a new session at epoch 1 could lose to a session of an
+    earlier generation (same epoch, a greater producer id) that the new broker saw
+    before it stopped, which would leave the live session fenced."""
+    claimed: dict[str, int] = {}
+
+    def knowing(repo: str) -> int:
+        known = max(known_epoch(repo), claimed.get(repo, 0))
+        claimed[repo] = known + 1  # what the session about to start claims
+        return known
 
     async def generation(its_stop: asyncio.Event, recovery: Recovery) -> None:
         # A new producer (no retry of a batch meant for the lost topics) per generation;
@@ -324,7 +335,7 @@ async def run_sources(
             roots,
             its_stop,
             since if recovery.after is None else _none,
-            known_epoch=known_epoch,
+            known_epoch=knowing,
             bootstrap=cluster.bootstrap,
         )
 

@@ -93,7 +93,7 @@ class Materializer:
             asking = self._asking.get(tp)
             if asking is None:  # one question in flight per partition, shared
                 asking = self._asking[tp] = asyncio.ensure_future(consumer.end_offsets([tp]))
-                asking.add_done_callback(functools.partial(self._asked, tp))
+                asking.add_done_callback(functools.partial(self._asked, self._asking, tp))
             try:
                 end = (await asyncio.wait_for(asyncio.shield(asking), PROBE_TIMEOUT_S))[tp]
             except (KafkaError, TimeoutError) as exc:
@@ -108,9 +108,15 @@ class Materializer:
         else:
             self.model.unread_statuses.discard(repo)
 
-    def _asked(self, tp: TopicPartition, asking: asyncio.Future[object]) -> None:
+    @staticmethod
+    def _asked(
+        held: dict[TopicPartition, asyncio.Future[dict[TopicPartition, int]]],
+        tp: TopicPartition,
+        asking: asyncio.Future[dict[TopicPartition, int]],
+    ) -> None:
         """A look at a partition's end is over (its error, if any, was logged)."""
-        self._asking.pop(tp, None)
+        if held.get(tp) is asking:
+            del held[tp]
         if not asking.cancelled() and asking.exception() is not None:
             log.debug("sources_probe_ended", error=repr(asking.exception()))
 
@@ -121,7 +127,9 @@ class Materializer:
             auto_offset_reset="earliest",
         )
         await consumer.start()
-        self._consumer = consumer
+        # Looks of a consumer of an earlier run (a broker since lost) are not this one's.
+        self._consumer, self._asking, self._probed = consumer, {}, {}
+        self.model.unread_statuses.clear()
         try:
             partitions = await self._partitions(consumer)
             consumer.assign(partitions)
