@@ -32,19 +32,12 @@ from producers.topics import TopicSpec
 from tests.gitrepo import GitRepo
 from tests.integration.conftest import selected_kinds
 from tests.integration.stack import Stack, eventually, open_stack, stack_settings
+from tests.integration.test_streaming import APP_FILES
 
 pytestmark = pytest.mark.integration
 
-FILES: dict[str, str | bytes] = {
-    "app/__init__.py": '"""The app package."""\n',
-    "app/models.py": "class User:\n    def name(self):\n        return 'x'\n",
-    "app/views.py": (
-        "from app.models import User\nimport json\n\n"
-        "def show(u: User):\n    return json.dumps(u.name())\n"
-    ),
-    "web/main.js": "import { show } from './util.js';\nexport function main() { show(); }\n",
-    "web/util.js": "export function show() { return 1; }\n",
-}
+# The streaming tests' application, its .gitignore aside (the counts below are its files).
+FILES: dict[str, str | bytes] = {p: t for p, t in APP_FILES.items() if p != ".gitignore"}
 NO_AUTO_CREATE = {"auto.create.topics.enable": "false"}
 RESET_REASON = "the broker came back empty at "
 
