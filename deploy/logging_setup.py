@@ -36,7 +36,9 @@ def configure_logging(
     structlog.configure(
         processors=[*shared, structlog.processors.format_exc_info, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(out),
+        # One write per line (print writes the line and its newline apart): processes
+        # sharing one stderr pipe, as ``up``'s children do, never interleave mid-line.
+        logger_factory=structlog.WriteLoggerFactory(out),
         cache_logger_on_first_use=False,
     )
     handler = logging.StreamHandler(out)

@@ -3,10 +3,12 @@ the libraries' stdlib loggers included."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
 from collections.abc import Iterator
+from typing import TypeVar
 
 import pytest
 import structlog
@@ -20,14 +22,15 @@ from producers.topics import DEFAULT_TOPICS
 from stores.delta_log import InMemoryDeltaLog
 from tests.factories import Stamp, tiny_parse
 
+Stream = TypeVar("Stream", bound=io.StringIO)
 
-@pytest.fixture
-def json_lines() -> Iterator[io.StringIO]:
-    """Logs configured as in production (json), into a buffer; restored afterwards."""
+
+@contextlib.contextmanager
+def logging_to(out: Stream) -> Iterator[Stream]:
+    """Logs configured as in production (json), into ``out``; restored afterwards."""
     root = logging.getLogger()
     saved = (root.handlers[:], root.level, {n: logging.getLogger(n).level for n in NOISY})
     config = structlog.get_config()
-    out = io.StringIO()
     configure_logging("info", "json", stream=out)
     try:
         yield out
@@ -36,6 +39,12 @@ def json_lines() -> Iterator[io.StringIO]:
         root.handlers[:], root.level = saved[0], saved[1]
         for name, level in saved[2].items():
             logging.getLogger(name).setLevel(level)
+
+
+@pytest.fixture
+def json_lines() -> Iterator[io.StringIO]:
+    with logging_to(io.StringIO()) as out:
+        yield out
 
 
 def lines(out: io.StringIO) -> list[dict[str, object]]:
@@ -113,3 +122,28 @@ async def test_a_malformed_event_is_logged_with_where_it_was_read(
     }
     assert str(line["reason"]).startswith("ValidationError")
     assert "repo" not in line
+
+
+class Writes(io.StringIO):
+    """A stream that keeps every ``write`` call apart."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.calls.append(text)
+        return super().write(text)
+
+
+def test_each_line_reaches_the_stream_in_one_write() -> None:
+    """Processes sharing one pipe (``up``'s children on its stderr) interleave between
+    writes, not within one: a line and its newline written apart became two records on
+    one line."""
+    with logging_to(Writes()) as out:
+        structlog.get_logger().info("broker_connected", bootstrap="127.0.0.1:9092")
+        logging.getLogger("gazetteer.test").warning("from %s", "stdlib")
+    whole = [call for call in out.calls if call]
+    assert len(whole) == 2
+    assert all(call.endswith("\n") and call.count("\n") == 1 for call in whole)
+    assert [json.loads(call)["event"] for call in whole] == ["broker_connected", "from stdlib"]
