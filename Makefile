@@ -27,6 +27,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy producers processors stores query deploy
+	$(BIN)/lint-imports
 
 test: $(STAMP) lint
 	$(BIN)/pytest -q -p no:cacheprovider

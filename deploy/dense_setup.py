@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 
 from deploy.settings import Settings
-from processors.retrieval.dense_fill import DenseFill
-from processors.retrieval.embedders import Embedder, embedder_from_spec
-from processors.retrieval.embedding_cache import SqliteEmbeddingCache
 from query.dense import DenseIndex, DenseReader
 from stores.qdrant_vectors import QdrantVectorStore
+from stores.text.dense_fill import DenseFill
+from stores.text.embedders import Embedder, embedder_from_spec
+from stores.text.embedding_cache import SqliteEmbeddingCache
 from stores.vectors import InMemoryVectorStore, VectorStore
 
 

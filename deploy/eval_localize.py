@@ -31,22 +31,22 @@ from pathlib import Path
 
 import structlog
 
-from processors.graph.build import is_test_path
 from processors.indexer import RepoIndex
-from processors.neighborhoods.graph_state import FileGraphState
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
-from processors.retrieval.adjacency import Adjacency
-from processors.retrieval.context_pack import ContextPack
-from processors.retrieval.embedders import embedder_from_spec
-from processors.retrieval.embedding_cache import SqliteEmbeddingCache
-from processors.retrieval.ranking import Proximity, RankedFile
-from processors.retrieval.sparse import FileBM25
 from producers.events import FileChanged
 from producers.scan import ScanOptions, WorkTree, full_scan
 from producers.source import InMemorySink, Source
 from query.dense import DenseIndex
 from query.retrieval import RepoRetrieval, proximity_of, question_pack
+from query.search.adjacency import Adjacency
+from query.search.context_pack import ContextPack
+from query.search.ranking import Proximity, RankedFile
+from query.search.sparse import FileBM25
+from stores.projections.graph_state import FileGraphState
+from stores.projections.ids import is_test_path
 from stores.repo_state import RepoState
+from stores.text.embedders import embedder_from_spec
+from stores.text.embedding_cache import SqliteEmbeddingCache
 from stores.vectors import InMemoryVectorStore
 
 log = structlog.get_logger(__name__)

@@ -2,7 +2,7 @@
 
 Reads the instances (their ``gold_files``) and the ``*.signals.jsonl`` that
 ``gazetteer eval localize`` wrote beside its predictions, tunes the weights
-(processors/retrieval/tuning.py), and writes a ranking profile: the weights, where they
+(query/search/tuning.py), and writes a ranking profile: the weights, where they
 come from, and their scores -- with the defaults, with the tuned weights on the cases
 they were tuned on, and cross-validated by repository (each repository ranked by
 weights tuned on the others: the honest number). ``gazetteer ranking set`` stores the
@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from processors.retrieval.ranking import RankWeights
-from processors.retrieval.tuning import Case, Scores, cross_validate, score, tune
+from query.search.ranking import RankWeights
+from query.search.tuning import Case, Scores, cross_validate, score, tune
 
 
 def read_cases(dataset: Path, signals: Path) -> list[Case]:

@@ -23,7 +23,7 @@ from aiokafka import AIOKafkaProducer
 
 from deploy.runtime import connect
 from deploy.settings import Settings
-from processors.retrieval.ranking import RankWeights
+from query.search.ranking import RankWeights
 from stores.ranking import EVERY_REPOSITORY, RankingProfile, encode_profile
 
 

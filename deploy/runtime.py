@@ -39,7 +39,6 @@ from processors.app import MAX_DELTA_BYTES, WorkerConfig, create_app
 from processors.neighborhoods.clustering import ClusterSettings
 from processors.neighborhoods.recluster import ReclusterSettings
 from processors.neighborhoods.reclusterer import Debounce
-from processors.retrieval.dense_fill import DenseFill
 from producers.kafka_sink import KafkaLeaseWatch, KafkaSink
 from producers.session import SourceOptions, describe_repository, run_source, unique_repositories
 from query.api import create_api
@@ -49,6 +48,7 @@ from query.mcp_tools import mount_mcp
 from query.read_model import ReadModel
 from stores.delta_log import KafkaDeltaLog
 from stores.snapshot_log import KafkaSnapshotLog
+from stores.text.dense_fill import DenseFill
 from stores.vectors import VectorStore
 
 log = structlog.get_logger(__name__)

@@ -16,17 +16,17 @@ import faust
 import structlog
 
 from processors.embedding_stream import EmbeddingStream, PrioritizingSink
-from processors.heap import HeapSettler
 from processors.neighborhood_stream import NeighborhoodStream, SnapshotSink
 from processors.neighborhoods.recluster import ReclusterSettings
 from processors.neighborhoods.reclusterer import Debounce, Reclusterer
 from processors.pipeline import DeltaObserver, DeltaObservers, IndexingPipeline, Message
-from processors.retrieval.dense_fill import DenseFill
+from producers.metrics import produced
 from producers.topics import Topics
 from stores.dead_letters import DeadLetter
 from stores.deltas import GraphDelta, encode_parts
-from stores.metrics import produced
+from stores.heap import HeapSettler
 from stores.neighborhoods import NeighborhoodSnapshot, encode_snapshot
+from stores.text.dense_fill import DenseFill
 
 log = structlog.get_logger(__name__)
 

@@ -20,12 +20,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import structlog
 
 from processors.neighborhood_stream import SnapshotSink
-from processors.retrieval.dense_fill import DenseFill
 from stores.deltas import GraphDelta
 from stores.metrics import WORKER_EMBEDDED_CHUNKS, WORKER_EMBEDDING_QUEUE
 from stores.neighborhoods import NeighborhoodSnapshot
 from stores.records import FileRecord
 from stores.repo_state import RepoState
+from stores.text.dense_fill import DenseFill
 
 log = structlog.get_logger(__name__)
 

@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal, TypedDict
 
+from processors.chunks import chunk_file
 from processors.graph.incremental import IncrementalGraph
 from processors.parsing import ParseResult, parse_file
-from processors.retrieval.chunks import chunk_file
 from producers.events import (
     CommitCompleted,
     CommitObserved,

@@ -25,9 +25,9 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
 from producers.events import EventBase, SourceStatus, encode
+from producers.metrics import produced
 from producers.refusal import permanent, refused_letter, substitute, too_large
 from producers.topics import DEFAULT_TOPICS, Topics
-from stores.metrics import produced
 
 log = structlog.get_logger(__name__)
 

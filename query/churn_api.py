@@ -3,7 +3,7 @@
 ``/churn`` lists a repository's entries oldest first (scans, commits, and the work
 tree's open change last), ``/churn/{entry_id}`` gives one entry with its lists, and
 ``/diff`` composes the entries between two indexed commits. Every list is cut to
-``max_tokens`` beside its true total (``processors/churn/budget.py``: the lists of one
+``max_tokens`` beside its true total (``query/churn/budget.py``: the lists of one
 answer share the budget in turns).
 """
 
@@ -16,9 +16,9 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Path, Query
 
-from processors.churn.budget import share
-from processors.churn.diff import structural_diff
-from processors.churn.entry import WORKING_TREE, ChurnEntry
+from query.churn.budget import share
+from query.churn.diff import structural_diff
+from query.churn.entry import WORKING_TREE, ChurnEntry
 from query.churn_schemas import ChurnDetail, ChurnPage, StructuralDiffOut
 from query.neighborhood_api import StateCache
 from query.read_model import ReadModel, RepoView

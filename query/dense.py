@@ -1,7 +1,7 @@
 """Dense retrieval for the query service: search, and (``GAZETTEER_EMBED_IN``) who embeds.
 
 ``query`` (the default): `DenseIndex` fills the vector store itself, in the background,
-most important files first (`processors.retrieval.dense_fill`); a changed or deleted
+most important files first (`stores.text.dense_fill`); a changed or deleted
 file's vectors are dropped at once, so a search never returns a stale chunk.
 
 ``worker``: the indexing workers embed the repositories they own into the shared store,
@@ -16,10 +16,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 
-from processors.retrieval.dense_fill import DenseFill
-from processors.retrieval.embedders import Embedder
-from processors.retrieval.embedding_cache import InMemoryEmbeddingCache
 from stores.records import ChunkRecord
+from stores.text.dense_fill import DenseFill
+from stores.text.embedders import Embedder
+from stores.text.embedding_cache import InMemoryEmbeddingCache
 from stores.vectors import VectorHit, VectorStore
 
 

@@ -8,10 +8,10 @@ from typing import get_args
 from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, Field
 
-from processors.retrieval.graph_search import CHANNELS, Channel, ChannelPage, graph_search
 from query.read_model import ReadModel
 from query.repo_lookup import repo_view
 from query.retrieval_api import importance_of
+from query.search.graph_search import CHANNELS, Channel, ChannelPage, graph_search
 from stores.freshness import Freshness
 
 MAX_LIMIT = 100

@@ -20,13 +20,13 @@ from aiokafka.errors import KafkaError
 from aiokafka.partitioner import DefaultPartitioner
 from pydantic import ValidationError
 
-from processors.heap import SETTLE_AFTER_CHANGES, settle
 from producers.events import decode_source_status
 from producers.topics import DEFAULT_TOPICS, Topics
 from query.read_model import ReadModel
 from stores.dead_letters import decode_dead_letter
 from stores.delta_log import EndOffsets
 from stores.deltas import DeltaAssembler, decode_delta
+from stores.heap import SETTLE_AFTER_CHANGES, settle
 from stores.metrics import CONSUMER_LAG, consumed
 from stores.neighborhoods import decode_snapshot
 from stores.ranking import decode_profile
@@ -222,7 +222,7 @@ class Materializer:
         return True
 
     def _settle(self) -> None:
-        """The read side after a large scan: out of the collector's way (processors.heap)."""
+        """The read side after a large scan: out of the collector's way (stores.heap)."""
         seconds, frozen = settle("query")
         log.info("heap_settled", records=self._unsettled, seconds=seconds, frozen=frozen)
         self._unsettled, self._settle_due = 0, False

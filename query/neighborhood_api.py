@@ -14,9 +14,6 @@ from typing import Any, TypeVar
 
 from fastapi import APIRouter, HTTPException, Query
 
-from processors.neighborhoods import folder_summary as fs
-from processors.neighborhoods.importance import FileImportance
-from processors.neighborhoods.overview import repository_overview
 from query.neighborhood_schemas import (
     ChangeOut,
     ChangePage,
@@ -34,9 +31,12 @@ from query.neighborhood_schemas import (
     Standing,
     StandingPage,
 )
+from query.overview import folder_summary as fs
+from query.overview.overview import repository_overview
 from query.read_model import ReadModel, RepoView
 from query.repo_lookup import repo_view as lookup_repo
 from stores.neighborhoods import NeighborhoodRecord, NeighborhoodSnapshot
+from stores.projections.importance import FileImportance
 
 MAX_PAGE = 1000
 T = TypeVar("T")

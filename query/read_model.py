@@ -14,16 +14,16 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from processors.churn.ledger import ChurnLedger
-from processors.neighborhoods.graph_state import FileGraphState
-from processors.retrieval.ranking import RankWeights
 from producers.events import SourceStatus
+from query.churn.ledger import ChurnLedger
 from query.dense import DenseIndex
 from query.retrieval import RepoRetrieval
+from query.search.ranking import RankWeights
 from stores.dead_letters import DeadLetter
 from stores.deltas import GraphDelta
 from stores.freshness import BatchClock, Freshness, ProducerView, compute_freshness
 from stores.neighborhoods import NeighborhoodChangeRecord, NeighborhoodSnapshot
+from stores.projections.graph_state import FileGraphState
 from stores.ranking import EVERY_REPOSITORY, RankingProfile
 from stores.repo_state import RepoState
 

@@ -3,7 +3,7 @@
 The read model feeds every applied delta: a changed file's chunks replace its old ones
 in the sparse index (an unchanged file, re-reported by a scan, is not re-indexed), a
 removed file's go, and the names each file defines are kept for the ranking's symbol
-signal. ``search`` ranks files for a question with `processors.retrieval.ranking`.
+signal. ``search`` ranks files for a question with `query.search.ranking`.
 The evaluation command drives this same class.
 """
 
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from processors.retrieval.adjacency import Adjacency
-from processors.retrieval.context_pack import ContextPack, build_pack
-from processors.retrieval.ranking import Proximity, RankedFile, RankWeights, is_source, rank
-from processors.retrieval.sparse import SparseIndex
 from query.dense import DenseIndex
+from query.search.adjacency import Adjacency
+from query.search.context_pack import ContextPack, build_pack
+from query.search.ranking import Proximity, RankedFile, RankWeights, is_source, rank
+from query.search.sparse import SparseIndex
 from stores.deltas import GraphDelta
 from stores.records import ChunkRecord, FileRecord
 from stores.repo_state import RepoState

@@ -14,11 +14,6 @@ from collections.abc import Mapping, Sequence
 
 from fastapi import APIRouter, HTTPException, Query
 
-from processors.retrieval.adjacency import Adjacency
-from processors.retrieval.context_pack import ContextPack, file_context, render
-from processors.retrieval.context_pack import symbol_context as symbol_pack
-from processors.retrieval.ranking import MAX_QUESTION_CHARS, Proximity, RankWeights, question_read
-from processors.retrieval.session_memory import SessionMemory
 from query.neighborhood_api import StateCache
 from query.read_model import ReadModel, RepoView
 from query.repo_lookup import repo_view as lookup_repo
@@ -32,6 +27,11 @@ from query.retrieval_schemas import (
     SeedNeighborhood,
     SessionStart,
 )
+from query.search.adjacency import Adjacency
+from query.search.context_pack import ContextPack, file_context, render
+from query.search.context_pack import symbol_context as symbol_pack
+from query.search.ranking import MAX_QUESTION_CHARS, Proximity, RankWeights, question_read
+from query.search.session_memory import SessionMemory
 from stores.freshness import Freshness
 from stores.records import ChunkRecord
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from processors.retrieval.ranking import MAX_QUESTION_CHARS
+from query.search.ranking import MAX_QUESTION_CHARS
 from stores.freshness import Freshness
 
 

@@ -1,8 +1,9 @@
 """The stream's Prometheus metrics: messages in and out per topic, stage latencies,
 dead letters, reclusters and the worker's embedding.
 
-Producers, the worker and the query service's materializer all count here, so this
-module sits where they all may import it. The metrics live on the process's default
+The worker and the query service's materializer count here, so this module sits where
+both may import it; what producers count is in ``producers/metrics.py`` (producers
+import nothing of ours). The metrics live on the process's default
 registry and are created once, at import: in ``gazetteer up`` every part runs in one
 process and the query service's ``/metrics`` shows them all; ``gazetteer worker``
 serves them on ``GAZETTEER_METRICS_PORT``. Tests read differences, never totals.
@@ -40,11 +41,6 @@ LATENCY_BUCKETS = (
     180.0,
 )
 
-EVENTS_PRODUCED = Counter(
-    "gazetteer_events_produced_total",
-    "Messages the broker acknowledged, per topic.",
-    ["topic"],
-)
 EVENTS_CONSUMED = Counter(
     "gazetteer_events_consumed_total",
     "Messages read from a topic (the worker: file events; the query service: the rest).",
@@ -94,11 +90,6 @@ WORKER_EMBEDDED_CHUNKS = Counter(
     "gazetteer_worker_embedded_chunks_total",
     "Chunks this worker embedded and stored in the shared vector store.",
 )
-
-
-def produced(topic: str, count: int = 1) -> None:
-    """Count messages the broker acknowledged on ``topic``."""
-    EVENTS_PRODUCED.labels(topic).inc(count)
 
 
 def consumed(topic: str, count: int = 1) -> None:

@@ -4,7 +4,7 @@ Profiles travel on the ranking topic keyed by their scope: a repository id, or `
 for every repository without one of its own. Every query replica folds the topic as it
 folds the graph deltas, so the weights survive restarts and every replica ranks alike;
 the latest profile of a scope wins. Weight names are checked where they are used
-(processors/retrieval/ranking.py ``RankWeights.from_mapping``); here only that each is a
+(query/search/ranking.py ``RankWeights.from_mapping``); here only that each is a
 finite number >= 0.
 """
 

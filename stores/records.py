@@ -169,6 +169,11 @@ class ChunkRecord(Record):
     content_hash: str = Field(description="of what is embedded: the cache key of its vector")
 
 
+CONFIG_LANGUAGES = frozenset({"go-module", "tsconfig", "cargo"})
+"""The ``language`` of a configuration file that steers import resolution (go.mod,
+tsconfig/jsconfig, Cargo.toml): a node of no code graph's clusters."""
+
+
 class FileRecord(Record):
     """What the state knows of one file at one version."""
 

@@ -21,10 +21,10 @@ from collections.abc import Set
 
 from processors.graph.answers import FileAnswers
 from processors.graph.bindings import BindingsCache
-from processors.graph.ids import file_id, is_test_path, symbol_id
 from processors.graph.lookup import Key, Lookup
 from processors.graph.resolver import FileResolver
 from processors.graph.tally import EdgeKey, FileTally, file_edge, uses_of
+from stores.projections.ids import file_id, is_test_path, symbol_id
 from stores.records import EdgeRecord, FileRecord, NodeRecord, trusted
 
 __all__ = [

@@ -27,10 +27,10 @@ from processors.graph.build import (
     file_subgraph,
     structure_edges,
 )
-from processors.graph.folders import FolderTree
 from processors.graph.lookup import Key, Lookup, RepoFacts
 from processors.graph.reexports import KeptBindings
 from stores.deltas import GraphDelta
+from stores.projections.folders import FolderTree
 from stores.records import EdgeRecord, FileRecord, NodeRecord
 from stores.repo_state import RepoState
 

@@ -23,15 +23,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from processors.graph.ids import folder_of
-from stores.records import Alias, FileRecord, ImportRecord, SymbolRecord
+from stores.projections.ids import folder_of
+from stores.records import CONFIG_LANGUAGES, Alias, FileRecord, ImportRecord, SymbolRecord
 
 Key = tuple[str, str]
 
 NAME_MATCH_LIMIT = 3
 """A name defined in more places than this is ambiguous: no name-only edge is drawn."""
-
-CONFIG_LANGUAGES = ("go-module", "tsconfig", "cargo")
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,8 +33,8 @@ from processors.graph.bindings import (
     bind_imports,
     file_bindings,
 )
-from processors.graph.ids import symbol_id
 from processors.graph.lookup import Key, Lookup, Sig
+from stores.projections.ids import symbol_id
 from stores.records import FileRecord, ReferenceRecord, SymbolRecord
 
 SELF_NAMES = frozenset({"self", "this", "cls", "Self"})

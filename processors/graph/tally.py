@@ -22,8 +22,8 @@ from dataclasses import dataclass, field, replace
 
 from processors.graph.answers import Question, Target
 from processors.graph.bindings import Bindings
-from processors.graph.ids import external_id, file_id, is_test_path, path_of, symbol_id
 from processors.graph.resolver import RANK
+from stores.projections.ids import external_id, file_id, is_test_path, path_of, symbol_id
 from stores.records import EdgeRecord, FileRecord, NodeRecord, trusted
 
 EdgeKey = tuple[str, str, str]

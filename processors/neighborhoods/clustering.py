@@ -49,8 +49,8 @@ from typing import Literal
 
 import igraph
 
-from processors.neighborhoods.file_graph import FileGraph
 from processors.neighborhoods.identity import assign_ids
+from stores.projections.file_graph import FileGraph
 
 NeighborhoodKind = Literal["cluster", "folder"]
 CLUSTER: NeighborhoodKind = "cluster"

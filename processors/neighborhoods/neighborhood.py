@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from processors.neighborhoods.clustering import NeighborhoodKind, Partition, weighted_pairs
-from processors.neighborhoods.file_graph import FileGraph
+from stores.projections.file_graph import FileGraph
 
 ENTRY_POINTS = 3
 CROSS_CUTTING_NEIGHBORHOODS = 3

@@ -13,12 +13,12 @@ from typing import Any
 
 from processors.neighborhoods import changes as ch
 from processors.neighborhoods.clustering import ClusterSettings, Partition, cluster, modularity
-from processors.neighborhoods.graph_state import FileGraphState
-from processors.neighborhoods.hubs import file_degrees, hub_threshold
-from processors.neighborhoods.importance import rank
 from processors.neighborhoods.neighborhood import Neighborhood, describe
 from stores import neighborhoods as wire
 from stores.neighborhoods import NeighborhoodSnapshot
+from stores.projections.graph_state import FileGraphState
+from stores.projections.hubs import file_degrees, hub_threshold
+from stores.projections.importance import rank
 
 _CHANGE_RECORDS: dict[str, type[Any]] = {
     "created": wire.Created,

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from processors.neighborhoods.graph_state import FileGraphState
 from processors.neighborhoods.recluster import ReclusterSettings, recluster, same_picture
 from stores.deltas import GraphDelta
 from stores.neighborhoods import NeighborhoodSnapshot
+from stores.projections.graph_state import FileGraphState
 from stores.repo_state import RepoState
 
 

@@ -24,11 +24,12 @@ import structlog
 from tree_sitter import Node
 
 from processors.parsing import go, java, javascript, python, python_depth, rust, summary
-from processors.parsing.config import CONFIG_FILES, ConfigError, config_language, parse_config
+from processors.parsing.config import ConfigError, config_language, parse_config
 from processors.parsing.reuse import TreeCache
 from processors.parsing.splice import SPLICED, Facts, FactsCache
 from processors.parsing.tree import FileFacts, count_errors
 from stores.records import (
+    CONFIG_LANGUAGES,
     Alias,
     ImportRecord,
     Keyword,
@@ -65,7 +66,6 @@ _EXTRACTORS: dict[str, tuple[Callable[[Node, FileFacts], None], tuple[bytes, ...
     "java": (java.extract, java.COMMENT_MARKS),
     "rust": (rust.extract, rust.COMMENT_MARKS),
 }
-CONFIG_LANGUAGES = frozenset(CONFIG_FILES.values())
 _DEFINITIONS = frozenset({"CLASS", "FUNCTION", "METHOD"})
 _BOM = b"\xef\xbb\xbf"
 MINIFIED_LINE_CHARS = 1_000

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from processors.graph.ids import file_id, symbol_id
 from processors.graph.lookup import Lookup
 from processors.graph.resolver import FileResolver
 from processors.indexer import RepoIndex
+from stores.projections.ids import file_id, symbol_id
 from stores.records import FileRecord, ReferenceRecord
 from tests.bench import harness
 from tests.bench.package_tree import PackageTree

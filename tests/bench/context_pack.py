@@ -20,10 +20,10 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from processors.retrieval.adjacency import Adjacency
-from processors.retrieval.context_pack import build_pack, render
-from processors.retrieval.expansion import expand
-from processors.retrieval.traversal import bfs, shortest_path
+from query.search.adjacency import Adjacency
+from query.search.context_pack import build_pack, render
+from query.search.expansion import expand
+from query.search.traversal import bfs, shortest_path
 from stores.records import ChunkRecord
 from stores.repo_state import RepoState
 from tests.bench.package_tree import build_index, package_tree

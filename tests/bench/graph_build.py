@@ -14,7 +14,7 @@ b. full build: a fresh RepoIndex handles a FileChanged(origin="scan") per file, 
    time in Python's cyclic garbage collector. Target: within 3x of (a). Then, untimed:
    the barrier's delta encoded as the worker sends it (its size, its messages: parts of
    at most 1 MB, the seconds to encode them), and the heap settled as the worker settles
-   it after a barrier (processors/heap.py; ``--no-settle`` to compare);
+   it after a barrier (stores/heap.py; ``--no-settle`` to compare);
 c. incremental: ``--edits`` single-file watch edits planned by `graph_edits` (seeded),
    each `RepoIndex.handle` timed; p50/p95/max per kind. Target: p95 under 50 ms.
    Then the 10 largest files saved 5 times each, as an editor saves: the first save
@@ -44,10 +44,8 @@ from typing import Any
 
 from deploy.cli import GC_THRESHOLDS
 from deploy.logging_setup import configure_logging
-from processors.heap import settle
 from processors.indexer import RepoIndex
 from processors.parsing import (
-    CONFIG_LANGUAGES,
     RECENT_FACTS,
     RECENT_TREES,
     language_for,
@@ -57,6 +55,8 @@ from processors.parsing.reuse import TreeCache
 from processors.parsing.splice import FactsCache
 from processors.parsing.tree import parser
 from stores.deltas import encode_delta, encode_parts
+from stores.heap import settle
+from stores.records import CONFIG_LANGUAGES
 from stores.repo_state import RepoState
 from tests.bench import harness
 from tests.bench.graph_edits import repeated_saves, timed_edits
@@ -121,7 +121,7 @@ def full_build(
     encoding = time.perf_counter()
     messages = encode_parts(barrier)
     encoded_s = time.perf_counter() - encoding
-    # As the worker does after a scan's barrier (processors/heap.py): the edits that
+    # As the worker does after a scan's barrier (stores/heap.py): the edits that
     # follow see a collector that walks only what they allocate.
     settle_s, frozen = settle() if settle_heap else (0.0, 0)
     gc.collect()

@@ -27,9 +27,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from processors.graph.ids import path_of
 from processors.indexer import RepoIndex
 from producers.events import EventBase
+from stores.projections.ids import path_of
 from stores.repo_state import RepoState
 from tests.bench.package_tree import GcMeter, scan_event
 from tests.factories import Stamp

@@ -25,10 +25,10 @@ from fastapi.testclient import TestClient
 
 from deploy.logging_setup import configure_logging
 from processors.indexer import RepoIndex
-from processors.neighborhoods.graph_state import FileGraphState
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
 from query.api import create_api
 from query.read_model import ReadModel
+from stores.projections.graph_state import FileGraphState
 from tests.bench.harness import progress
 from tests.factories import Stamp
 

@@ -31,10 +31,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from deploy.logging_setup import configure_logging
-from processors.neighborhoods.graph_state import FileGraphState
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
 from processors.neighborhoods.reclusterer import Reclusterer
 from stores.neighborhoods import NeighborhoodSnapshot
+from stores.projections.graph_state import FileGraphState
 from tests.bench import harness
 from tests.bench.graph_edits import EditPlanner, edit_event, referenced_functions
 from tests.bench.harness import progress

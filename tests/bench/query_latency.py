@@ -28,13 +28,13 @@ from fastapi.testclient import TestClient
 
 from deploy.logging_setup import configure_logging
 from processors.indexer import RepoIndex
-from processors.neighborhoods.graph_state import FileGraphState
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
-from processors.retrieval.embedders import embedder_from_spec
-from processors.retrieval.embedding_cache import InMemoryEmbeddingCache
 from query.api import create_api
 from query.dense import DenseIndex
 from query.read_model import ReadModel
+from stores.projections.graph_state import FileGraphState
+from stores.text.embedders import embedder_from_spec
+from stores.text.embedding_cache import InMemoryEmbeddingCache
 from stores.vectors import InMemoryVectorStore
 from tests.bench import harness
 from tests.bench.harness import progress

@@ -33,12 +33,12 @@ import tracemalloc
 from collections import Counter
 from typing import Any
 
+from processors.chunks import chunk_file
 from processors.parsing import parse_file
-from processors.retrieval.chunks import chunk_file
-from processors.retrieval.sparse import FileBM25, SparseIndex
-from processors.retrieval.tokens import tokenize
 from producers.file_reader import DEFAULT_MAX_BYTES, classify
+from query.search.sparse import FileBM25, SparseIndex
 from stores.records import ChunkRecord, FileRecord
+from stores.text.tokens import tokenize
 from tests.bench import harness
 from tests.bench.graph_edits import percentile
 from tests.bench.harness import progress

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from processors.retrieval.embedding_cache import CachedEmbedder, InMemoryEmbeddingCache
-from processors.retrieval.onnx_embedder import OnnxEmbedder
+from stores.text.embedding_cache import CachedEmbedder, InMemoryEmbeddingCache
+from stores.text.onnx_embedder import OnnxEmbedder
 from stores.vectors import InMemoryVectorStore
 
 ROOT = Path(__file__).resolve().parents[2]

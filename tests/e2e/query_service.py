@@ -16,12 +16,12 @@ import uvicorn
 
 from deploy.runtime import listen
 from processors.indexer import RepoIndex
-from processors.neighborhoods.graph_state import FileGraphState
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
 from query.api import create_api
 from query.host_check import host_rule
 from query.mcp_tools import mount_mcp
 from query.read_model import ReadModel
+from stores.projections.graph_state import FileGraphState
 from tests.factories import Stamp
 from tests.unit.test_retrieval_api import FILES
 

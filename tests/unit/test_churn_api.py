@@ -6,11 +6,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from processors.indexer import RepoIndex
-from processors.neighborhoods.graph_state import FileGraphState
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
 from query.api import create_api
 from query.mcp_tools import operations
 from query.read_model import ReadModel
+from stores.projections.graph_state import FileGraphState
 from tests.factories import Stamp
 from tests.unit.test_neighborhood_stream import FILES
 

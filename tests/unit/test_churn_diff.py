@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from processors.churn.diff import EntryPointChange, Move, Rename, structural_diff
-from processors.churn.entry import Dependency
+from query.churn.diff import EntryPointChange, Move, Rename, structural_diff
+from query.churn.entry import Dependency
 from stores.neighborhoods import FilesMoved
 from tests.factories import file_record, import_edge, neighborhood_snapshot
 from tests.unit.test_churn_ledger import A, B, C, scanned

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from processors.churn.entry import Changes, CommitInfo, Dependency, Size
-from processors.churn.ledger import MAX_ENTRIES, ChurnLedger
-from processors.neighborhoods.graph_state import FileGraphState
+from query.churn.entry import Changes, CommitInfo, Dependency, Size
+from query.churn.ledger import MAX_ENTRIES, ChurnLedger
 from stores.neighborhoods import FilesMoved
+from stores.projections.graph_state import FileGraphState
 from stores.repo_state import RepoState
 from tests.factories import (
     commit_record,

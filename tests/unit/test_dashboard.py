@@ -10,7 +10,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from processors.indexer import RepoIndex
-from processors.neighborhoods.graph_state import FileGraphState
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
 from query.api import create_api
 from query.dashboard.live import model_events, signature
@@ -22,6 +21,7 @@ from stores.neighborhoods import (
     NeighborhoodRecord,
     NeighborhoodSnapshot,
 )
+from stores.projections.graph_state import FileGraphState
 from tests.factories import Stamp
 from tests.unit.test_neighborhood_stream import FILES
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from processors.indexer import RepoIndex
-from processors.neighborhoods.graph_state import FileGraphState
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
-from processors.retrieval.embedders import HashingEmbedder
-from processors.retrieval.embedding_cache import InMemoryEmbeddingCache
 from query.dense import DenseIndex
 from query.read_model import ReadModel
+from stores.projections.graph_state import FileGraphState
+from stores.text.embedders import HashingEmbedder
+from stores.text.embedding_cache import InMemoryEmbeddingCache
 from stores.vectors import InMemoryVectorStore
 from tests.factories import Stamp
 from tests.unit.test_retrieval_api import FILES

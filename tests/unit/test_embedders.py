@@ -15,7 +15,7 @@ import httpx
 import numpy as np
 import pytest
 
-from processors.retrieval.embedders import (
+from stores.text.embedders import (
     Embedder,
     EmbedderUnavailable,
     HashingEmbedder,
@@ -24,12 +24,12 @@ from processors.retrieval.embedders import (
     SentenceTransformerEmbedder,
     embedder_from_spec,
 )
-from processors.retrieval.embedding_cache import (
+from stores.text.embedding_cache import (
     CachedEmbedder,
     InMemoryEmbeddingCache,
     SqliteEmbeddingCache,
 )
-from processors.retrieval.onnx_embedder import OnnxEmbedder, default_model_files
+from stores.text.onnx_embedder import OnnxEmbedder, default_model_files
 
 QUESTION = "How do I read a file line by line in Python?"
 PARAPHRASE = "Reading a text file one line at a time in python"

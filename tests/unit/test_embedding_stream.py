@@ -16,9 +16,6 @@ from processors.embedding_stream import EmbeddingStream, PrioritizingSink
 from processors.neighborhood_stream import InMemorySnapshotSink, NeighborhoodStream
 from processors.neighborhoods.reclusterer import Debounce, Reclusterer
 from processors.pipeline import DeltaObservers, IndexingPipeline, InMemoryDeltaSink, Message
-from processors.retrieval.dense_fill import Backoff, DenseFill, transient
-from processors.retrieval.embedders import embedder_from_spec
-from processors.retrieval.embedding_cache import InMemoryEmbeddingCache
 from producers.events import encode
 from producers.topics import DEFAULT_TOPICS
 from query.dense import DenseIndex, DenseReader
@@ -26,6 +23,9 @@ from query.read_model import ReadModel
 from stores.delta_log import InMemoryDeltaLog
 from stores.repo_state import RepoState
 from stores.snapshot_log import InMemorySnapshotLog
+from stores.text.dense_fill import Backoff, DenseFill, transient
+from stores.text.embedders import embedder_from_spec
+from stores.text.embedding_cache import InMemoryEmbeddingCache
 from stores.vectors import InMemoryVectorStore
 from tests.factories import Stamp, graph_delta
 from tests.unit.test_neighborhood_stream import FILES, Clock

@@ -6,7 +6,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from processors.indexer import RepoIndex
-from processors.retrieval.graph_search import (
+from query.api import create_api
+from query.read_model import ReadModel
+from query.search.graph_search import (
     TEXT_CAP,
     Channel,
     ChannelPage,
@@ -14,8 +16,6 @@ from processors.retrieval.graph_search import (
     graph_search,
     search_channel,
 )
-from query.api import create_api
-from query.read_model import ReadModel
 from stores.records import FileRecord
 from tests.factories import Stamp
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from processors.heap import HeapSettler, settle
 from processors.indexer import RepoIndex
+from stores.heap import HeapSettler, settle
 from tests.factories import Stamp, graph_delta, tiny_parse
 
 

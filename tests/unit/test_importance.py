@@ -6,15 +6,15 @@ from collections.abc import Iterable
 
 import pytest
 
-from processors.neighborhoods.file_graph import FileGraph, build_file_graph
-from processors.neighborhoods.hubs import (
+from stores.projections.file_graph import FileGraph, build_file_graph
+from stores.projections.hubs import (
     FileDegree,
     file_degrees,
     hub_threshold,
     percentile,
     top_hubs,
 )
-from processors.neighborhoods.importance import pagerank, rank_files, semantic_centrality
+from stores.projections.importance import pagerank, rank_files, semantic_centrality
 from stores.records import EdgeRecord, FileRecord, Keyword
 
 

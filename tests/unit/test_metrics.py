@@ -25,8 +25,6 @@ from processors.neighborhood_stream import InMemorySnapshotSink, NeighborhoodStr
 from processors.neighborhoods.reclusterer import Reclusterer
 from processors.parsing import ParseResult
 from processors.pipeline import IndexingPipeline, InMemoryDeltaSink, Message
-from processors.retrieval.embedders import HashingEmbedder
-from processors.retrieval.embedding_cache import InMemoryEmbeddingCache
 from producers.events import encode
 from producers.kafka_sink import KafkaSink
 from producers.topics import Topics
@@ -35,6 +33,8 @@ from query.dense import DenseIndex
 from query.read_model import ReadModel
 from stores.delta_log import InMemoryDeltaLog
 from stores.snapshot_log import InMemorySnapshotLog
+from stores.text.embedders import HashingEmbedder
+from stores.text.embedding_cache import InMemoryEmbeddingCache
 from stores.vectors import InMemoryVectorStore
 from tests.factories import Stamp, tiny_parse
 from tests.unit.test_kafka_sink import FlakyProducer

@@ -6,10 +6,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from processors.indexer import RepoIndex
-from processors.neighborhoods.graph_state import FileGraphState
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
 from query.api import create_api
 from query.read_model import ReadModel
+from stores.projections.graph_state import FileGraphState
 from tests.factories import Stamp
 from tests.unit.test_neighborhood_stream import FILES
 

@@ -14,8 +14,8 @@ from processors.neighborhoods.changes import (
     diff_neighborhoods,
 )
 from processors.neighborhoods.clustering import cluster
-from processors.neighborhoods.file_graph import FileGraph
 from processors.neighborhoods.neighborhood import Membership, Neighborhood, describe
+from stores.projections.file_graph import FileGraph
 
 
 def hood(nid: str, members: tuple[str, ...], cohesion: float = 0.5) -> Neighborhood:

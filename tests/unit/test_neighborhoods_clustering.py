@@ -16,8 +16,8 @@ from processors.neighborhoods.clustering import (
     initial_membership,
     modularity,
 )
-from processors.neighborhoods.file_graph import FileGraph
 from processors.neighborhoods.identity import fresh_id
+from stores.projections.file_graph import FileGraph
 
 CORE = ("app/core/a.py", "app/core/b.py", "app/core/c.py")
 LIB = ("lib/x.py", "lib/y.py", "lib/z.py")

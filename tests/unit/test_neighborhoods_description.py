@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from processors.neighborhoods.clustering import Partition, cluster
-from processors.neighborhoods.file_graph import FileGraph
 from processors.neighborhoods.identity import fresh_id
 from processors.neighborhoods.neighborhood import Membership, Neighborhood, describe, label
+from stores.projections.file_graph import FileGraph
 
 CORE = ("app/core/a.py", "app/core/b.py", "app/core/c.py")
 LIB = ("lib/x.py", "lib/y.py", "lib/z.py")

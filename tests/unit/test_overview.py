@@ -6,8 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from processors.neighborhoods.file_graph import build_file_graph
-from processors.neighborhoods.folder_summary import (
+from query.overview.folder_summary import (
     FolderSummary,
     Tally,
     file_counts,
@@ -15,16 +14,17 @@ from processors.neighborhoods.folder_summary import (
     folder_summaries,
     folders_at_level,
 )
-from processors.neighborhoods.importance import rank_files
-from processors.neighborhoods.libraries import LibraryUse, external_libraries, library_name
-from processors.neighborhoods.overview import (
+from query.overview.libraries import LibraryUse, external_libraries, library_name
+from query.overview.overview import (
     LanguageShare,
     NeighborhoodBrief,
     RepoSizes,
     major_neighborhoods,
     repository_overview,
 )
-from processors.neighborhoods.page import paged
+from stores.projections.file_graph import build_file_graph
+from stores.projections.importance import rank_files
+from stores.projections.page import paged
 from stores.records import EdgeRecord, FileRecord, SymbolRecord
 
 

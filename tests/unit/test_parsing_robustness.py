@@ -8,7 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from processors.parsing import ParseResult, language_for, parse_file
-from stores.records import ImportRecord, Keyword, SymbolRecord
+from processors.parsing.config import CONFIG_FILES
+from stores.records import CONFIG_LANGUAGES, ImportRecord, Keyword, SymbolRecord
 
 
 @pytest.mark.parametrize(
@@ -32,6 +33,12 @@ from stores.records import ImportRecord, Keyword, SymbolRecord
 )
 def test_language_for_goes_by_extension(path: str, language: str | None) -> None:
     assert language_for(path) == language
+
+
+def test_every_configuration_file_has_a_config_language() -> None:
+    """The records' contract names the configuration languages; the parser produces them."""
+    assert {parse_file(name, b"").language for name in CONFIG_FILES} == CONFIG_LANGUAGES
+    assert set(CONFIG_FILES.values()) == CONFIG_LANGUAGES
 
 
 @pytest.mark.parametrize(

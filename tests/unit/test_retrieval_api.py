@@ -6,11 +6,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from processors.indexer import RepoIndex
-from processors.neighborhoods.graph_state import FileGraphState
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
-from processors.retrieval.ranking import RankWeights
 from query.api import create_api
 from query.read_model import ReadModel
+from query.search.ranking import RankWeights
+from stores.projections.graph_state import FileGraphState
 from stores.ranking import RankingProfile
 from tests.factories import Stamp
 

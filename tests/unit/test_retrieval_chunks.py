@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from textwrap import dedent
 
+from processors.chunks import chunk_file, is_document
 from processors.parsing import parse_file
-from processors.retrieval.chunks import chunk_file, embed_text, is_document
 from stores.records import ChunkRecord, FileRecord
+from stores.text.chunk_text import embed_text
 
 PYTHON = '''\
 """Accounts and transfers."""

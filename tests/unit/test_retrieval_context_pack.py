@@ -7,8 +7,8 @@ import random
 import pytest
 
 from processors.indexer import RepoIndex
-from processors.retrieval.adjacency import Adjacency
-from processors.retrieval.context_pack import (
+from query.search.adjacency import Adjacency
+from query.search.context_pack import (
     PackLimits,
     ReadRange,
     build_pack,

@@ -7,9 +7,9 @@ import random
 from collections import deque
 
 from processors.indexer import RepoIndex
-from processors.retrieval.adjacency import Adjacency
-from processors.retrieval.expansion import Expanded, entity_seeds, expand, seeds_for_names
-from processors.retrieval.traversal import Visit, bfs, dfs, shortest_path
+from query.search.adjacency import Adjacency
+from query.search.expansion import Expanded, entity_seeds, expand, seeds_for_names
+from query.search.traversal import Visit, bfs, dfs, shortest_path
 from stores.records import EdgeRecord, NodeRecord
 from stores.repo_state import RepoState
 from tests.factories import Stamp

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from processors.retrieval.frames import innermost_frames
-from processors.retrieval.ranking import is_source
+from query.search.frames import innermost_frames
+from query.search.ranking import is_source
 
 PATHS = frozenset(
     {

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from processors.indexer import RepoIndex
-from processors.retrieval.ranking import (
+from query.retrieval import RepoRetrieval
+from query.search.ranking import (
     Proximity,
     RankWeights,
     is_source,
     mentions,
     module_path,
 )
-from query.retrieval import RepoRetrieval
 from tests.factories import Stamp
 
 FILES = {

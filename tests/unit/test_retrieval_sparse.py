@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from processors.retrieval.sparse import BM25, FileBM25, SparseIndex
-from processors.retrieval.tokens import tokenize, word_tokens
+from query.search.sparse import BM25, FileBM25, SparseIndex
 from stores.records import ChunkRecord
+from stores.text.tokens import tokenize, word_tokens
 
 
 def chunk(path: str, name: str, text: str, kind: str = "FUNCTION") -> ChunkRecord:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from processors.retrieval.session_memory import SessionMemory
+from query.search.session_memory import SessionMemory
 
 
 class Clock:

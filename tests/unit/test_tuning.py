@@ -13,8 +13,8 @@ import pytest
 
 from deploy.eval_tune import profile, read_cases
 from deploy.ranking_cli import read_profile
-from processors.retrieval.ranking import RankWeights
-from processors.retrieval.tuning import Case, cross_validate, ranked, score, tune
+from query.search.ranking import RankWeights
+from query.search.tuning import Case, cross_validate, ranked, score, tune
 
 
 def case(group: str, gold: set[str], candidates: dict[str, dict[str, float]]) -> Case:

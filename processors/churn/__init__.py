@@ -1,2 +1,0 @@
-"""The churn ledger and the structural diff (issue 6): how the code graph changed, per
-commit and between two commits, folded from the graph deltas and neighborhood snapshots."""

@@ -1,1 +1,0 @@
-"""Retrieval for agents: chunks, sparse and dense search, graph expansion, context packs."""

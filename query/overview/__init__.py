@@ -1,0 +1,1 @@
+"""Overviews of a repository: its folders, the libraries it uses, the entry points."""

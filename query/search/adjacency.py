@@ -1,0 +1,251 @@
+"""The graph of one repository state, indexed for walking; built once per state version.
+
+RepoState keeps edges by key and by owning file, but a walk needs every node's edges in
+both directions. `Adjacency.of(state)` builds that once (the query service caches it per
+state version) and answers the questions retrieval asks of a node: its callers, callees,
+imports, importers, tests, symbols and siblings, and how connected it is.
+
+Connections. A node's degree is the number of distinct nodes linked with it by a
+dependency edge (IMPORTS, CALLS, USES, REFERENCES, EXTENDS, IMPLEMENTS, TESTS) in either
+direction, name-match edges left out. CONTAINS, DEFINED_BY and SIBLING are left out: they
+say where a symbol is written, not what depends on it, and counting them would make any
+file of 31 functions a "hub" for the ContextOS rule. Name-match edges are guesses (every
+``x.save()`` links to every ``save``); counting them would make common method names hubs
+by accident. The same edges, and only these, are what the walks traverse (`links`).
+
+Two hub rules read the degree: ContextOS expansion does not pass through a node of more
+than 30 connections (expansion.py); vortexa's walks skip nodes above the 99th percentile
+of the degrees, never at or below 50 (`hub_threshold`, the rule of neighborhoods/hubs.py
+applied to every node with a connection).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from stores.projections.hubs import HUB_FLOOR, HUB_PERCENTILE, hub_threshold
+from stores.projections.ids import file_id, path_of
+from stores.records import EdgeRecord, NodeRecord
+from stores.repo_state import RepoState
+
+STRUCTURAL_KINDS = frozenset({"CONTAINS", "DEFINED_BY", "SIBLING"})
+DEPENDENCY_KINDS = frozenset(
+    {"IMPORTS", "CALLS", "USES", "REFERENCES", "EXTENDS", "IMPLEMENTS", "TESTS"}
+)
+FILE_DEPENDENCY_KINDS = frozenset({"IMPORTS", "REFERENCES"})
+"""File-to-file dependencies (the file graph's arcs, neighborhoods/file_graph.py)."""
+
+CONFIDENCE_RANK = {"import": 0, "structural": 0, "same_file": 1, "same_folder": 2, "name_match": 3}
+
+
+class Link(NamedTuple):
+    """One traversable edge seen from one of its ends."""
+
+    other: str
+    kind: str
+    weight: float
+    outgoing: bool
+
+
+def _traversable(edge: EdgeRecord) -> bool:
+    return (
+        edge.kind in DEPENDENCY_KINDS and edge.confidence != "name_match" and edge.src != edge.dst
+    )
+
+
+def _file_dependency(edge: EdgeRecord) -> bool:
+    return edge.kind in FILE_DEPENDENCY_KINDS and edge.confidence != "name_match"
+
+
+def edge_order(edge: EdgeRecord, other: str) -> tuple[int, float, str, str]:
+    """Resolved before guessed, heavier first, then the other end's id and the kind."""
+    return (CONFIDENCE_RANK.get(edge.confidence, 9), -edge.weight, other, edge.kind)
+
+
+@dataclass(frozen=True, slots=True)
+class Adjacency:
+    """Every node's edges in both directions, its degree, and the vortexa hub threshold.
+
+    Building it is one pass over the edges (django's 75,000: 85-90 ms; tests/bench/
+    context_pack.py); the per-node orders are sorted when first asked for and kept,
+    since a query reads a few dozen nodes of thousands."""
+
+    nodes: Mapping[str, NodeRecord]
+    out: Mapping[str, Sequence[EdgeRecord]]
+    into: Mapping[str, Sequence[EdgeRecord]]
+    degrees: Mapping[str, int]
+    hub_threshold: float
+    names: Mapping[str, tuple[str, ...]]
+    seq: int = 0
+    _sorted: dict[tuple[str, bool], tuple[EdgeRecord, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    _links: dict[str, tuple[Link, ...]] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def of(
+        cls, state: RepoState, *, q: float = HUB_PERCENTILE, floor: int = HUB_FLOOR
+    ) -> Adjacency:
+        out: dict[str, list[EdgeRecord]] = {}
+        into: dict[str, list[EdgeRecord]] = {}
+        neighbours: dict[str, set[str]] = {}
+        for edge in state.edges.values():
+            src, dst = edge.src, edge.dst
+            out.setdefault(src, []).append(edge)
+            into.setdefault(dst, []).append(edge)
+            if _traversable(edge):
+                neighbours.setdefault(src, set()).add(dst)
+                neighbours.setdefault(dst, set()).add(src)
+        degrees = {n: len(others) for n, others in neighbours.items()}
+        names: dict[str, list[str]] = {}
+        for node in state.nodes.values():
+            if node.path is not None:
+                names.setdefault(node.name, []).append(node.id)
+        return cls(
+            nodes=state.nodes,
+            out=out,
+            into=into,
+            degrees=degrees,
+            hub_threshold=hub_threshold(list(degrees.values()), q, floor),
+            names={name: tuple(sorted(ids)) for name, ids in names.items()},
+            seq=state.seq,
+        )
+
+    def degree(self, node: str) -> int:
+        return self.degrees.get(node, 0)
+
+    def is_hub(self, node: str) -> bool:
+        """vortexa's hub: more connections than the p99 of the repository (floor 50)."""
+        return self.degrees.get(node, 0) > self.hub_threshold
+
+    def edges_out(self, node: str) -> tuple[EdgeRecord, ...]:
+        """Every edge from the node, in `edge_order`."""
+        return self._ordered(node, True)
+
+    def edges_in(self, node: str) -> tuple[EdgeRecord, ...]:
+        """Every edge into the node, in `edge_order`."""
+        return self._ordered(node, False)
+
+    def links(self, node: str) -> tuple[Link, ...]:
+        """Traversable edges at the node, heaviest first, then by the other end's id."""
+        found = self._links.get(node)
+        if found is None:
+            out, into = self.out.get(node, ()), self.into.get(node, ())
+            links = [Link(e.dst, e.kind, e.weight, True) for e in out if _traversable(e)]
+            links += [Link(e.src, e.kind, e.weight, False) for e in into if _traversable(e)]
+            links.sort(key=lambda k: (-k.weight, k.other, k.kind, not k.outgoing))
+            found = self._links[node] = tuple(links)
+        return found
+
+    def _ordered(self, node: str, outgoing: bool) -> tuple[EdgeRecord, ...]:
+        found = self._sorted.get((node, outgoing))
+        if found is None:
+            if outgoing:
+                found = tuple(sorted(self.out.get(node, ()), key=lambda e: edge_order(e, e.dst)))
+            else:
+                found = tuple(sorted(self.into.get(node, ()), key=lambda e: edge_order(e, e.src)))
+            self._sorted[(node, outgoing)] = found
+        return found
+
+    def named(self, name: str) -> tuple[str, ...]:
+        """File and symbol nodes whose name is ``name`` (a file's name is its basename)."""
+        return self.names.get(name, ())
+
+    # What one node is linked with. For a file node, calls are those of its symbols to
+    # and from other files; every answer is in `edge_order`, guesses (name_match) last.
+
+    def callers(self, node: str) -> tuple[EdgeRecord, ...]:
+        return self._calls(node, incoming=True)
+
+    def callees(self, node: str) -> tuple[EdgeRecord, ...]:
+        return self._calls(node, incoming=False)
+
+    def imports(self, node: str) -> tuple[EdgeRecord, ...]:
+        """What the node's file imports (files and external modules) or references."""
+        fid = _file_of(node)
+        return tuple(
+            e
+            for e in self.edges_out(fid)
+            if e.kind in FILE_DEPENDENCY_KINDS and not e.dst.startswith("sym:")
+        )
+
+    def imported_by(self, node: str) -> tuple[EdgeRecord, ...]:
+        """The files importing (or referencing) the node's file."""
+        fid = _file_of(node)
+        return tuple(
+            e
+            for e in self.edges_in(fid)
+            if e.kind in FILE_DEPENDENCY_KINDS and e.src.startswith("file:")
+        )
+
+    def tests(self, node: str) -> tuple[EdgeRecord, ...]:
+        """The test files whose TESTS edges point at the node's file."""
+        fid = _file_of(node)
+        return tuple(
+            e for e in self.edges_in(fid) if e.kind == "TESTS" and e.src.startswith("file:")
+        )
+
+    def inbound(self, path: str) -> int:
+        """A file's inbound degree: the distinct other files that import or reference it."""
+        return len(
+            {
+                e.src
+                for e in self.edges_in(file_id(path))
+                if e.kind in FILE_DEPENDENCY_KINDS
+                and e.confidence != "name_match"
+                and e.src.startswith("file:")
+                and e.src != file_id(path)
+            }
+        )
+
+    def linked_files(self, path: str) -> list[str]:
+        """The other files a file imports or references and those importing or
+        referencing it, by resolved edges (name matches left out)."""
+        fid = file_id(path)
+        ends = {e.dst for e in self.edges_out(fid) if _file_dependency(e)}
+        ends |= {e.src for e in self.edges_in(fid) if _file_dependency(e)}
+        found = (path_of(end) for end in ends if end.startswith("file:") and end != fid)
+        return sorted(p for p in found if p is not None)
+
+    def children(self, node: str) -> tuple[str, ...]:
+        """The symbols directly contained in a file or a symbol, in line order."""
+        return self._by_line(e.dst for e in self.edges_out(node) if e.kind == "CONTAINS")
+
+    def parent(self, node: str) -> str | None:
+        found = [e.src for e in self.edges_in(node) if e.kind == "CONTAINS"]
+        return min(found) if found else None
+
+    def symbols(self, node: str) -> tuple[str, ...]:
+        """Every symbol defined in the node's file, in line order."""
+        fid = _file_of(node)
+        return self._by_line(e.src for e in self.edges_in(fid) if e.kind == "DEFINED_BY")
+
+    def _calls(self, node: str, *, incoming: bool) -> tuple[EdgeRecord, ...]:
+        if node.startswith("file:"):
+            path = node[5:]
+            members = (node, *self.symbols(node))
+        else:
+            path, members = "", (node,)
+        found: list[tuple[tuple[int, float, str, str], EdgeRecord]] = []
+        for member in members:
+            edges = self.edges_in(member) if incoming else self.edges_out(member)
+            for e in edges:
+                other = e.src if incoming else e.dst
+                if e.kind == "CALLS" and (not path or path_of(other) != path):
+                    found.append((edge_order(e, other), e))
+        found.sort(key=lambda pair: pair[0])
+        return tuple(e for _, e in found)
+
+    def _by_line(self, ids: Iterable[str]) -> tuple[str, ...]:
+        def key(node_id: str) -> tuple[int, str]:
+            node = self.nodes.get(node_id)
+            return (node.line_start or 0) if node else 0, node_id
+
+        return tuple(sorted(set(ids), key=key))
+
+
+def _file_of(node: str) -> str:
+    path = path_of(node)
+    return file_id(path) if path is not None else node
