@@ -58,6 +58,9 @@ def content_hash(data: bytes) -> str:
 
 
 class Contract(BaseModel):
+    """The base of every message producers publish: frozen, strict (unknown fields are
+    errors), bytes as base64 in JSON."""
+
     model_config = ConfigDict(
         frozen=True,
         extra="forbid",
@@ -67,6 +70,9 @@ class Contract(BaseModel):
 
 
 class EventBase(Contract):
+    """What every file event carries: its repository, the producer session that emitted
+    it, that session's gap-free sequence number and lease epoch, and its signature."""
+
     v: Literal[1] = 1
     repo: str = Field(min_length=1, description="stable repository id")
     producer: str = Field(min_length=1, description="the emitting producer's session id")
@@ -116,6 +122,8 @@ class FileChanged(EventBase):
 
 
 class FileDeleted(EventBase):
+    """A file that no longer exists: removed from the work tree, or by a commit."""
+
     kind: Literal["file_deleted"] = "file_deleted"
     path: RepoPath
     origin: Origin
@@ -171,6 +179,7 @@ def decode_file_event(raw: bytes) -> FileEvent:
 
 
 def encode(event: Contract) -> bytes:
+    """The message value of an event or a status."""
     return event.model_dump_json().encode()
 
 
@@ -204,4 +213,5 @@ class SourceStatus(Contract):
 
 
 def decode_source_status(raw: bytes) -> SourceStatus:
+    """A status from its message value; raises ``ValidationError``."""
     return SourceStatus.model_validate_json(raw)

@@ -16,6 +16,12 @@ FailureKind = Literal["malformed", "bug", "rejected"]  # rejected: fenced, forge
 
 
 class DeadLetter(Record):
+    """A message that could not be processed, with why: ``malformed`` (not a valid event),
+    ``bug`` (handling raised), ``rejected`` (valid but refused: fenced, forged, unclaimed,
+    out of order, too large for the broker). Keeps the original topic, partition, offset,
+    key and value, so an operator can inspect or replay it; published on the dead-letters
+    topic and served by the query service."""
+
     model_config = ConfigDict(
         frozen=True, extra="forbid", ser_json_bytes="base64", val_json_bytes="base64"
     )
@@ -33,4 +39,5 @@ class DeadLetter(Record):
 
 
 def decode_dead_letter(raw: bytes) -> DeadLetter:
+    """A dead letter from its message value; raises ``ValidationError``."""
     return DeadLetter.model_validate_json(raw)

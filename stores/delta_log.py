@@ -24,6 +24,9 @@ EndOffsets = Callable[
 
 
 class DeltaLog(Protocol):
+    """Where the graph deltas of a partition are read back from: a worker that takes a
+    partition over restores its repositories' states by folding them."""
+
     async def read_partition(self, partition: int) -> list[GraphDelta]:
         """Every whole delta of one partition, in log order, up to its current end (the
         parts of a delta sent in parts joined; those of one never completed left out)."""
@@ -44,6 +47,9 @@ class InMemoryDeltaLog:
 
 
 class KafkaDeltaLog:
+    """The DeltaLog of a Kafka-protocol graph-deltas topic: one partition read from its
+    beginning to the end it had when the read started."""
+
     def __init__(
         self,
         bootstrap: str,

@@ -66,6 +66,8 @@ class LeaseRecord(Record):
 
 
 class CommitRecord(Record):
+    """A commit a producer observed on the followed branch (the churn ledger's unit)."""
+
     sha: str
     parents: tuple[str, ...]
     branch: str
@@ -95,6 +97,13 @@ class DeltaPart(Record):
 
 
 class GraphDelta(Record):
+    """One change of one repository's materialized state: what the worker made of one
+    producer event (files, nodes and edges upserted and removed; a commit observed; a
+    barrier's indexed commit; a lease claimed), numbered ``seq`` per repository without
+    gaps. The worker publishes it on the graph-deltas topic keyed by repository; the worker
+    restoring a partition and every query replica fold it with `RepoState.apply`, so all
+    readers hold the same state. Sent whole up to `DELTA_PART_BYTES`, in parts beyond."""
+
     v: Literal[1] = 1
     kind: Literal["graph_delta"] = "graph_delta"
     repo: str
@@ -138,10 +147,12 @@ _DELTA = TypeAdapter(GraphDelta)
 
 
 def decode_delta(raw: bytes) -> GraphDelta:
+    """A delta (or one part of one) from its message value; raises ``ValidationError``."""
     return _DELTA.validate_json(raw)
 
 
 def encode_delta(delta: GraphDelta) -> bytes:
+    """The message value of a delta that fits one part (`encode_parts` cuts larger ones)."""
     return delta.model_dump_json(exclude_defaults=False).encode()
 
 

@@ -37,6 +37,12 @@ CAUGHT_UP_WITHIN_S = 0.5
 
 
 class Freshness(BaseModel):
+    """How far to trust an answer: ``fresh`` (the state reflects everything the producer
+    emitted and the read side was at the end of its topics just now), ``updating`` (events
+    emitted and not yet reflected: ``pending_events``, ``lag_ms``) or ``stale`` (the
+    producer is silent or gone, or the read side is behind); ``reason`` says which, for a
+    person. Stamped on every answer with the commit it was built from."""
+
     model_config = ConfigDict(frozen=True)
 
     status: Literal["fresh", "stale", "updating"]

@@ -18,6 +18,9 @@ from stores.records import Record
 
 
 class NeighborhoodRecord(Record):
+    """One neighborhood of a snapshot: a cluster of files the graph ties together (or a
+    folder's files that have no edge at all), its label, size, cohesion and entry points."""
+
     id: str
     kind: Literal["cluster", "folder"]
     label: str
@@ -55,6 +58,8 @@ class NeighborhoodLink(Record):
 
 
 class Created(Record):
+    """A neighborhood that did not exist in the previous snapshot."""
+
     kind: Literal["created"] = "created"
     neighborhood: str
     label: str
@@ -62,6 +67,8 @@ class Created(Record):
 
 
 class Removed(Record):
+    """A neighborhood of the previous snapshot that no longer exists."""
+
     kind: Literal["removed"] = "removed"
     neighborhood: str
     label: str
@@ -69,18 +76,24 @@ class Removed(Record):
 
 
 class Split(Record):
+    """A neighborhood whose files now lie in several (``parts``)."""
+
     kind: Literal["split"] = "split"
     neighborhood: str
     parts: tuple[str, ...]
 
 
 class Merged(Record):
+    """A neighborhood made of the files of several previous ones (``sources``)."""
+
     kind: Literal["merged"] = "merged"
     neighborhood: str
     sources: tuple[str, ...]
 
 
 class FilesMoved(Record):
+    """Files that left one neighborhood for another."""
+
     kind: Literal["files_moved"] = "files_moved"
     source: str
     target: str
@@ -88,6 +101,8 @@ class FilesMoved(Record):
 
 
 class CohesionChanged(Record):
+    """A neighborhood whose cohesion moved by at least the threshold."""
+
     kind: Literal["cohesion_changed"] = "cohesion_changed"
     neighborhood: str
     before: float
@@ -101,6 +116,12 @@ NeighborhoodChangeRecord = Annotated[
 
 
 class NeighborhoodSnapshot(Record):
+    """A repository's neighborhoods after one recluster: every neighborhood, every file's
+    standing (neighborhood, importance, hub), the links between neighborhoods and the
+    changes since the previous snapshot; ``graph_seq`` names the graph delta it was
+    computed from. Published on the neighborhoods topic keyed by repository, read by the
+    query side and by a worker taking the repository over (warm start)."""
+
     v: Literal[1] = 1
     kind: Literal["neighborhoods"] = "neighborhoods"
     repo: str
@@ -130,8 +151,10 @@ _SNAPSHOT = TypeAdapter(NeighborhoodSnapshot)
 
 
 def decode_snapshot(raw: bytes) -> NeighborhoodSnapshot:
+    """A snapshot from its message value; raises ``ValidationError``."""
     return _SNAPSHOT.validate_json(raw)
 
 
 def encode_snapshot(snapshot: NeighborhoodSnapshot) -> bytes:
+    """The message value of a snapshot."""
     return snapshot.model_dump_json().encode()

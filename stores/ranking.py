@@ -21,6 +21,10 @@ EVERY_REPOSITORY = "*"
 
 
 class RankingProfile(Record):
+    """The weights of the file ranking's signals for one repository (or ``*``, every
+    repository), set by an operator or by ``eval tune``; kept on the ranking topic (the
+    last per scope wins), which every query replica folds."""
+
     v: Literal[1] = 1
     kind: Literal["ranking_profile"] = "ranking_profile"
     scope: str = Field(min_length=1, description="a repository id, or '*' for every one")
@@ -44,8 +48,10 @@ _PROFILE = TypeAdapter(RankingProfile)
 
 
 def decode_profile(raw: bytes) -> RankingProfile:
+    """A profile from its message value; raises ``ValidationError``."""
     return _PROFILE.validate_json(raw)
 
 
 def encode_profile(profile: RankingProfile) -> bytes:
+    """The message value of a profile."""
     return profile.model_dump_json().encode()

@@ -26,6 +26,9 @@ SymbolKind = Literal[
 
 
 class Record(BaseModel):
+    """The base of every record of the contracts: frozen and strict (an unknown field is an
+    error, so a reader never silently drops what a newer writer meant)."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
@@ -64,6 +67,9 @@ _FIELDS_SET: dict[type[Record], set[str]] = {}
 
 
 class SymbolRecord(Record):
+    """A symbol one file defines (class, function, method, ...), with its lines, signature
+    and doc, as the parser extracted it."""
+
     name: str
     qualname: str = Field(description="dotted path inside the file: Class.method")
     kind: SymbolKind
@@ -90,6 +96,8 @@ class SymbolRecord(Record):
 
 
 class ImportRecord(Record):
+    """One import statement of a file, as written (resolution to files is the graph's)."""
+
     module: str = Field(description="as written: 'os.path', './util', 'react'")
     names: tuple[str, ...] = Field(default=(), description="imported names; () for the module")
     level: int = Field(default=0, ge=0, description="Python relative-import dots")
@@ -133,12 +141,16 @@ class ReferenceRecord(Record):
 
 
 class Section(Record):
+    """A labelled stretch of a file's lines (imports, a class, a function): a file's outline."""
+
     line_start: int = Field(ge=1)
     line_end: int = Field(ge=1)
     label: str = Field(description="'imports', 'class AuthService', 'def main', 'module docstring'")
 
 
 class Keyword(Record):
+    """A term that describes a file, weighted (from its name, symbols and docstrings)."""
+
     term: str
     weight: float = Field(gt=0)
 
@@ -225,6 +237,9 @@ EdgeKind = Literal[
 
 
 class NodeRecord(Record):
+    """A node of the code graph: a file, a symbol, a folder or an external module; its id
+    says which (``file:``, ``sym:``, ``dir:``, ``ext:``) and what owns it (`owner_path`)."""
+
     id: str
     kind: str
     name: str
@@ -237,6 +252,9 @@ class NodeRecord(Record):
 
 
 class EdgeRecord(Record):
+    """A directed edge of the code graph (imports, calls, defines, contains, ...), with the
+    confidence of the evidence it rests on; keyed by ``(src, dst, kind)``."""
+
     src: str
     dst: str
     kind: str

@@ -45,6 +45,12 @@ def owner_path(node_id: str) -> str | None:
 
 @dataclass
 class RepoState:
+    """A repository's materialized state: its files' records, the graph's nodes and edges
+    (indexed by the file that owns them, so a file's change removes exactly its own), the
+    last delta applied (``seq``), the commit the state reflects, recent commits and the
+    lease. Changed only by `apply`; the worker and every query replica hold one per
+    repository, folded from the same deltas."""
+
     repo: str
     files: dict[str, FileRecord] = field(default_factory=dict)
     nodes: dict[str, NodeRecord] = field(default_factory=dict)

@@ -37,6 +37,8 @@ class VectorPoint(NamedTuple):
 
 
 class VectorHit(NamedTuple):
+    """One point a vector search found: its id, similarity score and payload."""
+
     point_id: str
     score: float
     payload: dict[str, Any]
@@ -88,11 +90,13 @@ def path_scopes(path: str) -> list[str]:
 
 
 def in_scope(path: str, path_prefix: str) -> bool:
+    """Whether ``path`` lies under ``path_prefix`` (the whole repository when empty)."""
     scope = path_prefix.strip("/")
     return not scope or path == scope or path.startswith(scope + "/")
 
 
 def unit_rows(vectors: Sequence[Vector]) -> NDArray[np.float32]:
+    """The vectors as the rows of a float32 matrix, each scaled to unit length."""
     matrix = np.asarray(vectors, dtype=np.float32)
     if matrix.ndim == 1:
         matrix = matrix.reshape(1, -1)
