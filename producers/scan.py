@@ -2,7 +2,9 @@
 
 In a git work tree the files are git's own answer (``ls-files --cached --others
 --exclude-standard``: tracked plus untracked-but-not-ignored); in a plain directory,
-a walk that applies every ``.gitignore`` found the way git would. ``.git`` is never
+a walk that applies git's own ignore rules (producers/ignore.py: every ``.gitignore``
+and ``info/exclude``, never the user's ``core.excludesFile``), entering exactly the
+directories git would enter. ``.git`` is never
 entered and directory symlinks are never followed (a symlink is listed as a file, as
 git lists it, and the reader decides whether it stays inside the root).
 
@@ -31,57 +33,65 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
-from pathspec import GitIgnoreSpec
 
 from producers.events import FileChanged, FileDeleted, ScanCompleted
 from producers.file_reader import deleted, portable, read_work_file, wire_path
 from producers.git import Git
+from producers.ignore import IgnoreRules, parse_ignore_file
 from producers.source import Draft, Source
 
 log = structlog.get_logger()
 
 
-class IgnoreRules:
-    """The ``.gitignore`` files of a plain directory tree, applied as git applies them:
-    a deeper file overrides a shallower one, the last matching line wins, and nothing
-    under an ignored directory can be re-included."""
+def ignore_rules(root: Path) -> IgnoreRules:
+    """Empty rules for ``root``, holding its ``$GIT_DIR/info/exclude`` if it has one
+    (a ``.git`` that git will not use: unsafe ownership, no git installed).
 
-    def __init__(self) -> None:
-        self._specs: dict[str, GitIgnoreSpec] = {}  # directory ("" = root) -> its rules
+    ``core.excludesFile`` is not read: see producers/ignore.py.
+    """
+    git_dir = _git_dir(root)
+    text = _read_text(git_dir / "info" / "exclude", nofollow=False) if git_dir else None
+    return IgnoreRules(parse_ignore_file(text) if text else ())
 
-    def load(self, root: Path, directory: str) -> None:
-        try:
-            text = (root / directory / ".gitignore").read_text("utf-8", "replace")
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            self._specs.pop(directory, None)
-            return
-        except OSError as e:
-            log.warning("gitignore_unreadable", directory=directory, error=str(e))
-            return
-        self._specs[directory] = GitIgnoreSpec.from_lines(text.splitlines())
 
-    def ignored(self, path: str, *, is_dir: bool = False) -> bool:
-        parts = path.split("/")
-        ancestors = ("/".join(parts[:i]) for i in range(1, len(parts)))
-        return any(self.matches(a, is_dir=True) for a in ancestors) or self.matches(path, is_dir)
+def _git_dir(root: Path) -> Path | None:
+    """``root/.git``, or where a ``gitdir:`` file there points (and a linked work
+    tree's ``commondir``, which holds ``info/``)."""
+    dot_git = root / ".git"
+    if dot_git.is_dir():
+        return dot_git
+    text = _read_text(dot_git, nofollow=False)
+    if text is None or not text.startswith("gitdir: "):
+        return None
+    git_dir = root / text.removeprefix("gitdir: ").strip()
+    common = _read_text(git_dir / "commondir", nofollow=False)
+    return git_dir / common.strip() if common else git_dir
 
-    def matches(self, path: str, is_dir: bool) -> bool:
-        """This path's own verdict, its ancestors aside."""
-        verdict, parts = False, path.split("/")
-        for depth in range(len(parts)):
-            base = "/".join(parts[:depth])
-            spec = self._specs.get(base)
-            if spec is not None:
-                rel = "/".join(parts[depth:]) + ("/" if is_dir else "")
-                hit = spec.check_file(rel).include
-                verdict = verdict if hit is None else hit
-        return verdict
+
+def _read_text(path: Path, *, nofollow: bool) -> str | None:
+    """A file's text (undecodable bytes surrogate-escaped, as in file names), or None.
+
+    ``nofollow``: a symlink is not read, as git (2.32 and later) reads no in-tree
+    ``.gitignore`` through a symlink.
+    """
+    flags = os.O_RDONLY | (os.O_NOFOLLOW if nofollow else 0)
+    try:
+        fd = os.open(path, flags)
+        with os.fdopen(fd, "rb") as f:
+            return f.read().decode("utf-8", "surrogateescape")
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    except OSError as e:  # ELOOP (a symlink), EACCES: git warns and reads nothing
+        log.warning("ignore_file_unreadable", path=str(path), error=str(e))
+        return None
 
 
 def walk(root: Path, rules: IgnoreRules, start: str = "") -> list[str]:
-    """The files under ``root/start`` that the rules keep; loads each .gitignore met.
+    """The files under ``root/start`` that git would list; adds each .gitignore met.
 
-    A directory that cannot be opened is listed itself, in place of its files.
+    Like git, an excluded directory is never entered (so its ``.gitignore`` is never
+    read); ``rules.split`` decides each directory's entries. A directory that cannot
+    be opened is listed itself, in place of its files.
     """
     files: list[str] = []
     top = root / start if start else root
@@ -95,22 +105,16 @@ def walk(root: Path, rules: IgnoreRules, start: str = "") -> list[str]:
     for dirpath, dirnames, filenames in os.walk(top, onerror=unreadable):
         rel = Path(dirpath).relative_to(root).as_posix()
         rel = "" if rel == "." else rel
-        rules.load(root, rel)
-        subdirs = []
-        for name in sorted(dirnames):
-            path = f"{rel}/{name}" if rel else name
-            link = os.path.islink(os.path.join(dirpath, name))  # listed, never followed
-            if name == ".git" or rules.matches(path, is_dir=not link):
-                continue
-            if link:
-                files.append(path)
-            else:
-                subdirs.append(name)
+        has_ignore = ".gitignore" in filenames
+        text = _read_text(Path(dirpath, ".gitignore"), nofollow=True) if has_ignore else None
+        rules.add(rel, text)
+        # a directory symlink is listed like a file, never followed (git: DT_LNK)
+        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        real = [d for d in dirnames if d not in links] if links else dirnames
+        subdirs, kept = rules.split(rel, real, [*filenames, *links] if links else filenames)
         dirnames[:] = subdirs
-        for name in filenames:
-            path = f"{rel}/{name}" if rel else name
-            if name != ".git" and not rules.matches(path, is_dir=False):
-                files.append(path)
+        prefix = f"{rel}/" if rel else ""
+        files.extend(prefix + name for name in kept)
     return sorted(files)
 
 
@@ -150,7 +154,7 @@ class WorkTree:
             specials = [p for p in special_files(self.root, files) if p not in set(files)]
             files = sorted({*files, *unopened, *(set(specials) - self.git.ignored(specials))})
         elif self._rules is None and not under:  # one walk both lists and loads the rules
-            self._rules = IgnoreRules()
+            self._rules = ignore_rules(self.root)
             files = walk(self.root, self._rules)
         else:
             files = walk(self.root, self._plain_rules(), under or "")
@@ -165,7 +169,7 @@ class WorkTree:
         if self.git is not None:
             return self.git.ignored(paths)
         rules = self._plain_rules()
-        return {p for p in paths if rules.ignored(p, is_dir=(self.root / p).is_dir())}
+        return {p for p in paths if rules.ignored(p, is_dir=_is_real_dir(self.root / p))}
 
     def rules_changed(self) -> None:
         """A .gitignore changed: git reads it anew by itself; the walk must reload."""
@@ -173,7 +177,7 @@ class WorkTree:
 
     def _plain_rules(self) -> IgnoreRules:
         if self._rules is None:
-            self._rules = IgnoreRules()
+            self._rules = ignore_rules(self.root)
             walk(self.root, self._rules)
         return self._rules
 
@@ -182,6 +186,11 @@ class WorkTree:
 
     def is_dirty(self) -> bool:
         return self.git.is_dirty() if self.git else False
+
+
+def _is_real_dir(path: Path) -> bool:
+    """A directory, not a symlink to one (git matches a symlink as a file)."""
+    return path.is_dir() and not path.is_symlink()
 
 
 @dataclass(frozen=True, slots=True)
