@@ -1,14 +1,18 @@
-"""Create the pipeline's topics on a broker, idempotently.
+"""Create the pipeline's topics on a broker, idempotently, each with its own config.
 
-    await ensure_topics(bootstrap, all_topics(partitions), config={"retention.ms": "-1"})
+    await ensure_topics(bootstrap, all_topics(partitions), config={"max.message.bytes": n})
 
-Existing topics are left as they are; one with a different partition count is
-refused (`TopicMismatch`): Tansu has no CreatePartitions, and repartitioning a keyed
-topic would move repositories between workers, so the operator decides. The one
-exception is ``recreate_empty=True`` (a recovery after a broker reset): a mismatched
-topic whose partitions are all empty (end offset 0) is deleted and created again with
-the configured count. That is safe only when empty: no record is lost, and every
-client's position on an empty partition is 0 whichever partition it was.
+A topic is created with ``config`` (for every topic) updated by its `TopicSpec`'s own
+(retention, compaction: producers/topics.py). An existing topic keeps its partitions;
+on Apache Kafka its configs are converged to those (`deploy.topic_configs.converge`:
+IncrementalAlterConfigs of the keys that differ, logged, the others left alone). One
+with a different partition count is refused (`TopicMismatch`): Tansu has no
+CreatePartitions, and repartitioning a keyed topic would move repositories between
+workers, so the operator decides. The one exception is ``recreate_empty=True`` (a
+recovery after a broker reset): a mismatched topic whose partitions are all empty (end
+offset 0) is deleted and created again with the configured count. That is safe only
+when empty: no record is lost, and every client's position on an empty partition is 0
+whichever partition it was.
 
 No client of ours lets a metadata request create a topic: aiokafka asks with
 ``allow_auto_topic_creation=True`` by default, and both Tansu and Kafka (with
@@ -19,7 +23,8 @@ count (Tansu: 4), which is how a broker that came back empty got 4-partition top
 Topic configs are sent to Apache Kafka. Tansu
 accepts them in CreateTopics and ignores them (measured with retention.ms=-1; it
 has no retention, compaction or AlterConfigs, DESIGN.md §5), so there they are
-dropped with a log line, not sent to be silently ignored.
+dropped with one log line (``topic_configs_ignored``), not sent to be silently
+ignored: on Tansu every topic keeps every record, in memory, until the broker stops.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from aiokafka.protocol.metadata import MetadataRequest
 
 from deploy.broker_watch import observe
 from deploy.tansu_quirks import detect_tansu
+from deploy.topic_configs import converge
 from producers.topics import TopicSpec
 
 log = structlog.get_logger(__name__)
@@ -99,48 +105,67 @@ async def ensure_topics(
     each partition, or raises `TimeoutError` after `visible_within` seconds.
     ``broker_is_tansu=None`` asks the broker (`deploy.tansu_quirks.detect_tansu`)
     when there are configs to send. Raises `TopicMismatch` for a topic with another
-    partition count (after recreating the empty ones when ``recreate_empty``).
+    partition count (after recreating the empty ones when ``recreate_empty``). The
+    configs of the topics that existed are converged (Apache Kafka only).
     """
     install_no_topic_auto_creation()
     wanted = {spec.name: spec for spec in specs}
-    topic_config = dict(config or {})
-    if topic_config and broker_is_tansu is None:
+    configs = topic_configs(wanted.values(), config or {})
+    if any(configs.values()) and broker_is_tansu is None:
         broker_is_tansu = await detect_tansu(bootstrap)
-    if topic_config and broker_is_tansu:
-        log.info("topic_configs_ignored", broker="tansu", config=topic_config)
-        topic_config = {}
+    if any(configs.values()) and broker_is_tansu:
+        log.info(
+            "topic_configs_ignored",
+            broker="tansu",
+            config=dict(config or {}),
+            topics={name: cfg for name, cfg in configs.items() if cfg},
+        )
+        configs = {name: {} for name in configs}
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
         existing = set(await admin.list_topics())
         missing = [spec for name, spec in sorted(wanted.items()) if name not in existing]
-        created = await _create(admin, missing, replication, topic_config)
+        created = await _create(admin, missing, replication, configs)
         for name in sorted(wanted.keys() & existing):
             log.debug("topic_exists", topic=name)
         mismatches = await _wait_visible(admin, wanted, visible_within)
         if mismatches and recreate_empty:
             recreated = await _recreate_empty(
-                admin, bootstrap, wanted, mismatches, replication, topic_config
+                admin, bootstrap, wanted, mismatches, replication, configs
             )
             created += recreated
             mismatches = await _wait_visible(admin, wanted, visible_within)
         if mismatches:
             raise TopicMismatch(mismatches)
+        # The topics that existed: their configs may be older than the specs' (those
+        # created here, or by a concurrent caller running this code, have them).
+        await converge(admin, {name: configs[name] for name in sorted(existing & wanted.keys())})
     finally:
         await admin.close()
     return created
+
+
+def topic_configs(
+    specs: Iterable[TopicSpec], config: Mapping[str, str]
+) -> dict[str, dict[str, str]]:
+    """Each topic's configs: ``config`` (for every topic) updated by the spec's own."""
+    return {spec.name: {**config, **spec.config} for spec in specs}
 
 
 async def _create(
     admin: AIOKafkaAdminClient,
     specs: list[TopicSpec],
     replication: int,
-    config: dict[str, str],
+    configs: dict[str, dict[str, str]],
 ) -> tuple[str, ...]:
     if not specs:
         return ()
     response = await admin.create_topics(
-        [NewTopic(spec.name, spec.partitions, replication, topic_configs=config) for spec in specs]
+        [
+            NewTopic(spec.name, spec.partitions, replication, topic_configs=configs[spec.name])
+            for spec in specs
+        ]
     )
     created = []
     for name, error_code, *_ in response.topic_errors:
@@ -205,7 +230,7 @@ async def _recreate_empty(
     wanted: dict[str, TopicSpec],
     mismatches: dict[str, tuple[int, int]],
     replication: int,
-    config: dict[str, str],
+    configs: dict[str, dict[str, str]],
 ) -> tuple[str, ...]:
     """Delete and create again the mismatched topics that hold no record."""
     seen = await observe(bootstrap, mismatches)
@@ -223,7 +248,7 @@ async def _recreate_empty(
         if time.monotonic() > deadline:
             raise TimeoutError(f"topics not deleted after 30 s: {empty}")
         await asyncio.sleep(0.2)
-    return await _create(admin, [wanted[name] for name in empty], replication, config)
+    return await _create(admin, [wanted[name] for name in empty], replication, configs)
 
 
 def _partitions(specs: list[TopicSpec], name: str) -> int:

@@ -1,4 +1,5 @@
-"""The EventSink over Kafka: events and statuses keyed by repository, acknowledged.
+"""The EventSink over Kafka: events keyed by repository, statuses by producer session
+on their repository's partition (`by_repository`), acknowledged.
 
 A broker that is away does not lose events: what was not acknowledged is sent again,
 in order, with capped backoff, until the broker takes it (sending an event twice is
@@ -23,11 +24,12 @@ from typing import TypeVar
 import structlog
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
+from aiokafka.partitioner import DefaultPartitioner
 
 from producers.events import EventBase, SourceStatus, encode
 from producers.metrics import produced
 from producers.refusal import permanent, refused_letter, substitute, too_large
-from producers.topics import DEFAULT_TOPICS, Topics
+from producers.topics import DEFAULT_TOPICS, Topics, partition_key, status_key
 
 log = structlog.get_logger(__name__)
 
@@ -35,6 +37,17 @@ MAX_REQUEST_BYTES = 16 * 1024 * 1024
 """Above the largest event: a file at the content cap, base64-encoded, in JSON."""
 
 T = TypeVar("T")
+
+
+def by_repository(key: bytes | None, all_partitions: list[int], available: list[int]) -> int:
+    """The sink's partitioner: Kafka's default (murmur2) over the key's repository part
+    (`producers.topics.partition_key`), so that a status keyed by producer session lands
+    on its repository's partition, and a repository key where the default puts it."""
+    return int(
+        DefaultPartitioner()(None if key is None else partition_key(key), all_partitions, available)
+    )
+
+
 Signer = Callable[[EventBase], EventBase]
 
 
@@ -79,6 +92,7 @@ class KafkaSink:
             acks="all",
             linger_ms=5,
             max_request_size=MAX_REQUEST_BYTES,
+            partitioner=by_repository,
         )
 
     def sign_substitutes(self, producer: str, sign: Signer) -> None:
@@ -123,12 +137,14 @@ class KafkaSink:
     async def publish_status(self, status: SourceStatus) -> None:
         """Send a status. A status repeats the session's whole progress and the next one
         supersedes it, so one the broker refuses for good, or that cannot go out once a
-        stop is requested, is dropped (logged) rather than held."""
+        stop is requested, is dropped (logged) rather than held.
+
+        Keyed by session (`producers.topics.status_key`), on the repository's partition:
+        the compacted topic keeps the last status of every session (issue 16)."""
+        key = status_key(status.repo, status.producer)
 
         async def send() -> None:
-            await self._producer.send_and_wait(
-                self._topics.sources, key=status.repo.encode(), value=encode(status)
-            )
+            await self._producer.send_and_wait(self._topics.sources, key=key, value=encode(status))
 
         delay, refusals = self._first_delay_s, 0
         while True:
