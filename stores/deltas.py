@@ -29,7 +29,14 @@ from typing import Literal
 import structlog
 from pydantic import Field, TypeAdapter
 
-from stores.records import EdgeRecord, FileRecord, NodeRecord, Record
+from stores.records import (
+    EdgeRecord,
+    FileRecord,
+    NodeRecord,
+    Record,
+    share_fields_set,
+    share_file_fields_sets,
+)
 
 
 class SourceMark(Record):
@@ -147,8 +154,20 @@ _DELTA = TypeAdapter(GraphDelta)
 
 
 def decode_delta(raw: bytes) -> GraphDelta:
-    """A delta (or one part of one) from its message value; raises ``ValidationError``."""
-    return _DELTA.validate_json(raw)
+    """A delta (or one part of one) from its message value; raises ``ValidationError``.
+    Its records share one fields-set per class (`share_fields_set`)."""
+    delta = _DELTA.validate_json(raw)
+    for records in (delta.files_upserted, delta.nodes_upserted, delta.edges_upserted):
+        for record in records:
+            _share(record)
+    return delta
+
+
+def _share(record: object) -> None:
+    if isinstance(record, FileRecord):
+        share_file_fields_sets(record)
+    elif isinstance(record, Record):
+        share_fields_set(record)
 
 
 def encode_delta(delta: GraphDelta) -> bytes:
@@ -352,6 +371,8 @@ def _join(parts: list[GraphDelta]) -> GraphDelta:
             texts.setdefault((piece.field, piece.at), []).append(piece.text)
     # In increasing index: every record before a cut one is in place when it goes in.
     for name, at in sorted(texts):
-        lists[name].insert(at, _ELEMENT[name].validate_json("".join(texts[(name, at)])))
+        record = _ELEMENT[name].validate_json("".join(texts[(name, at)]))
+        _share(record)
+        lists[name].insert(at, record)
     update: dict[str, object] = {name: tuple(records) for name, records in lists.items()}
     return parts[0].model_copy(update={**update, "part": None})

@@ -65,6 +65,30 @@ def trusted(cls: type[R], values: dict[str, Any]) -> R:
 
 _FIELDS_SET: dict[type[Record], set[str]] = {}
 
+_FILE_PARTS = ("symbols", "imports", "references", "sections", "keywords", "aliases", "chunks")
+
+
+def share_fields_set(record: Record) -> None:
+    """Give a decoded record its class's one fields-set, as `trusted` builds records:
+    pydantic's JSON decoding makes a set per record (728 bytes from 5 names), which were
+    354 of the 762 MB a replica folded for sympy (docs/READ_SIDE_MEMORY.md). Only a
+    record whose set names every field (what the contracts' encoders write) shares, so
+    ``model_dump(exclude_unset=True)`` answers as before."""
+    cls = type(record)
+    fields = _FIELDS_SET.get(cls)
+    if fields is None:
+        fields = _FIELDS_SET[cls] = set(cls.model_fields)
+    if record.__pydantic_fields_set__ == fields:
+        _set(record, "__pydantic_fields_set__", fields)
+
+
+def share_file_fields_sets(record: FileRecord) -> None:
+    """`share_fields_set` for a file's record and every record it holds."""
+    for name in _FILE_PARTS:
+        for item in getattr(record, name):
+            share_fields_set(item)
+    share_fields_set(record)
+
 
 class SymbolRecord(Record):
     """A symbol one file defines (class, function, method, ...), with its lines, signature
