@@ -15,14 +15,23 @@ knows none, it emits FileDeleted for the path itself, which a consumer should re
 Changes seen before ``ready`` is set (while the initial scan runs) are held and then
 emitted as read at that moment, so a scan can never overwrite a newer save.
 
-Nothing in the tree's contents ends the watcher (issue 15). The OS watches are placed
-with ``ignore_permission_denied``, so an unreadable directory is simply not watched;
-notify follows directory symlinks (watchfiles 1.3 has no option against it), so a
-link leading out of the root is watched through, but every event below a symlinked
-directory is dropped before it is read (the link itself is one
-``symlink_outside_repository`` record). Whatever still makes the notifier fail (a
-name that is not UTF-8 raises ``WatchfilesRustInternalError``: the whole batch is
-lost; a polled symlink loop; an error from a tree outside the root) is logged as
+Nothing in the tree's contents ends the watcher (issue 15). No watch is placed outside
+the root nor through a symlink: notify's recursive watch follows directory symlinks,
+so each real directory is watched on its own, non-recursively (producers/watch_plan.py
+says why and what it costs); a symlink is one record (``symlink_outside_repository``
+when it leads out) and nothing below it is watched or read. A directory created or
+moved in has no watch yet: the batch that shows it lists its files, then the watcher
+*rewatches*: a new notifier over the tree's directories as they are now, started
+before the old one is stopped (no gap), after which the new directories are listed
+again against the signatures, so a file made in them before their watch existed is
+emitted. Rewatches are spaced (``REWATCH_SPACING``): a tree that keeps growing (an
+install, a build) is watched anew every few tenths of a second, not at every batch.
+A directory made while ignored costs no rewatch (nothing under it is read); a
+``.gitignore`` change that reveals files in one has it watched. The OS watches are
+placed with ``ignore_permission_denied``, so an unreadable directory is simply not
+watched (that flag also silences every other error of a single watch, notify's watch
+limit included). Whatever still makes the notifier fail (a name that is not UTF-8
+raises ``WatchfilesRustInternalError``: the whole batch is lost) is logged as
 ``watch_failed``; after a capped backoff the notifier is started again and the
 watcher *resyncs*: it lists the tree and emits FileDeleted for the known paths gone,
 and FileChanged for the paths new or whose ``signature`` (mtime, ctime, size, inode,
@@ -34,18 +43,18 @@ signature predates it. ``restarts`` counts the restarts.
 
 A directory recorded as ``unreadable_directory`` that becomes readable (its chmod is
 an event on the directory) is listed again at once: its files are emitted and the
-directory's record deleted; the notifier is then restarted (it placed no watch inside
-while it was unreadable) and the tree resynced.
+directory's record deleted; the watcher then rewatches (the notifier placed no watch on
+it while it was unreadable) and lists it again.
 """
 
 from __future__ import annotations
 
 import asyncio
-import bisect
 import contextlib
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from pathlib import Path
+import posixpath
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import structlog
@@ -55,7 +64,6 @@ from producers.events import FileChanged
 from producers.file_reader import (
     deleted,
     listable,
-    portable,
     read_work_file,
     signature,
     wire_path,
@@ -63,6 +71,16 @@ from producers.file_reader import (
 from producers.git import GitError
 from producers.scan import WorkTree
 from producers.source import Draft, Source
+from producers.watch_plan import (
+    KnownFiles,
+    below_symlink,
+    expand_deletions,
+    is_real_directory,
+    relative_changes,
+    watch_directories,
+)
+
+__all__ = ["KnownFiles", "Watcher", "expand_deletions", "relative_changes"]
 
 log = structlog.get_logger()
 
@@ -70,63 +88,11 @@ WatchFn = Callable[..., AsyncIterator[set[tuple[Change, str]]]]
 """``watchfiles.awatch`` or a stand-in with its keyword arguments (tests inject one)."""
 Signature = tuple[int, ...] | None
 DECODE_FAILURE_MAX_BACKOFF_S = 2.0
-
-
-class KnownFiles:
-    """The files the state may hold for this root, sorted on demand for prefix lookups."""
-
-    def __init__(self, paths: Iterable[str] = ()) -> None:
-        self._paths = set(paths)
-        self._sorted: list[str] | None = None
-
-    def __contains__(self, path: object) -> bool:
-        return path in self._paths
-
-    def __len__(self) -> int:
-        return len(self._paths)
-
-    def update(self, paths: Iterable[str]) -> None:
-        self._paths.update(paths)
-        self._sorted = None
-
-    def discard(self, paths: Iterable[str]) -> None:
-        self._paths.difference_update(paths)
-        self._sorted = None
-
-    def snapshot(self) -> set[str]:
-        return set(self._paths)
-
-    def under(self, directory: str) -> list[str]:
-        if self._sorted is None:
-            self._sorted = sorted(self._paths)
-        prefix = directory + "/"
-        start = bisect.bisect_left(self._sorted, prefix)
-        end = bisect.bisect_left(self._sorted, directory + "0")  # "0" sorts right after "/"
-        return self._sorted[start:end]
-
-
-def relative_changes(root: str, raw: Iterable[tuple[Change, str]]) -> dict[str, set[Change]]:
-    """awatch's absolute paths to POSIX paths under ``root``; ``.git`` and strays dropped."""
-    prefix = root.rstrip(os.sep) + os.sep
-    out: dict[str, set[Change]] = {}
-    for change, path in raw:
-        if not path.startswith(prefix):
-            continue
-        rel = path[len(prefix) :].replace(os.sep, "/")
-        if rel and ".git" not in rel.split("/") and portable(rel):
-            out.setdefault(rel, set()).add(change)
-    return out
-
-
-def expand_deletions(missing: Iterable[str], known: KnownFiles) -> list[str]:
-    """Each vanished path, plus the known files under it when it was a directory."""
-    out: set[str] = set()
-    for path in missing:
-        below = known.under(path) if path not in known else []
-        out.update(below)
-        if path in known or not below:
-            out.add(path)
-    return sorted(out)
+REWATCH_SPACING = 4.0
+REWATCH_MAX_SPACING_S = 2.0
+"""After a rewatch that took t seconds, the next waits ``REWATCH_SPACING * t`` (at most
+``REWATCH_MAX_SPACING_S``): a growing tree costs at most a fifth of a core in rewatches
+(up to its cap), and a new directory's later edits wait at most that long."""
 
 
 class Watcher:
@@ -150,13 +116,20 @@ class Watcher:
         self.known = known if known is not None else KnownFiles()
         self.watching = asyncio.Event()  # set once the OS watches are in place
         self.restarts = 0  # notifier failures survived
+        self.rewatches = 0  # notifiers replaced because directories appeared
+        self.watched_directories = 0  # the single watches the current notifier was given
         self._watch, self._backoff_s, self._max_backoff_s = watch, backoff_s, max_backoff_s
         self._pending: dict[str, set[Change]] = {}
         self._wake = asyncio.Event()
         self._failures = 0
         self._collector_failures = 0  # in a row: reset by each batch a notifier delivers
         self._signatures: dict[str, Signature] = {}
-        self._rewatch = False  # a restart without a failure (a directory became readable)
+        # Directories that have no watch yet (made, moved in, readable at last): the
+        # next rewatch lists them again once it has watched them.
+        self._rewatch_under: set[str] = set()
+        self._rewatch_at = 0.0  # time.monotonic() before which no rewatch starts
+        self._collectors: set[asyncio.Task[None]] = set()  # the notifiers not ended yet
+        self._watched: frozenset[str] = frozenset()  # the newest notifier's directories
 
     async def run(self, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
         """Watch until ``stop``; hold what is seen until ``ready`` (the scan's end).
@@ -165,10 +138,7 @@ class Watcher:
         """
         if ready is None:  # ``known`` is final: its signatures predate every change
             await asyncio.to_thread(self._take_signatures)
-        collector = self._start(stop)
-        # awatch registers its watches synchronously in its first step, which the
-        # scheduler runs before this task resumes: after this, nothing is missed.
-        await asyncio.sleep(0)
+        collector = await self._start(stop)
         self.watching.set()
         try:
             resync_all = False
@@ -184,73 +154,115 @@ class Watcher:
             elif ready is not None:  # the scan's listing is in ``known`` now
                 await asyncio.to_thread(self._take_signatures)
             while not stop.is_set():
-                if collector.done() or self._rewatch:
+                if collector.done():
                     collector = await self._restart(collector, stop)
                     continue
-                await _first_of(collector, stop, self._wake)
+                wait_s = None
+                if self._rewatch_under:
+                    wait_s = self._rewatch_at - time.monotonic()
+                    if wait_s <= 0:
+                        collector = await self._rewatch(collector, stop)
+                        continue
+                await _first_of(collector, stop, self._wake, timeout_s=wait_s)
                 self._wake.clear()
                 batch, self._pending = self._pending, {}
                 if batch:
                     await self._flush_or_retry(batch, stop)
-        finally:
-            collector.cancel()
-            await asyncio.gather(collector, return_exceptions=True)
+        finally:  # every notifier, also one a cancelled rewatch had just started
+            live = [collector, *self._collectors]
+            for task in live:
+                task.cancel()
+            await asyncio.gather(*live, return_exceptions=True)
 
-    def _start(self, stop: asyncio.Event) -> asyncio.Task[None]:
-        return asyncio.create_task(self._collect(stop), name="watch-collector")
+    async def _start(self, stop: asyncio.Event) -> asyncio.Task[None]:
+        """A notifier over the tree's real directories as they are now, one
+        non-recursive watch each (producers/watch_plan.py); in place on return."""
+        root = self.tree.root
+        directories = await asyncio.to_thread(watch_directories, root)
+        self.watched_directories = len(directories)
+        self._watched = frozenset(directories)
+        paths = [str(root / d) for d in directories]
+        task = asyncio.create_task(self._collect(stop, paths), name="watch-collector")
+        self._collectors.add(task)
+        task.add_done_callback(self._collectors.discard)
+        # awatch registers its watches synchronously in its first step, which the
+        # scheduler runs before this task resumes: after this, nothing is missed.
+        await asyncio.sleep(0)
+        return task
 
     async def _restart(
         self, collector: asyncio.Task[None], stop: asyncio.Event, *, resync: bool = True
     ) -> asyncio.Task[None]:
-        """A new notifier after a failure (logged, capped backoff) or a rewatch; then,
-        with its watches in place, a resync emits what the outage hid."""
+        """A new notifier after a failure (logged, capped backoff); then, with its
+        watches in place, a resync emits what the outage hid."""
         error: BaseException | None = None
-        if collector.done() and not collector.cancelled():
+        if not collector.cancelled():
             error = collector.exception() or RuntimeError("the watch ended by itself")
-        collector.cancel()
-        await asyncio.gather(collector, return_exceptions=True)
-        if error is not None or not self._rewatch:
-            self.restarts += 1
-            self._collector_failures += 1
-            # Opening an undecodable name (an editor, grep, or git status comparing a
-            # racily clean entry: ours too) fails the notifier every time; a short cap
-            # keeps the resyncs that catch up timely without spinning.
-            cap_s = self._max_backoff_s
-            if "Unable to decode path" in repr(error):
-                cap_s = min(cap_s, DECODE_FAILURE_MAX_BACKOFF_S)
-            delay_s = min(cap_s, self._backoff_s * 2 ** (self._collector_failures - 1))
-            log.warning(
-                "watch_failed", error=repr(error), restarts=self.restarts, retry_in_s=delay_s
-            )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), delay_s)
-        else:
-            log.info("watch_rewatched", root=str(self.tree.root))
-        self._rewatch = False
-        collector = self._start(stop)
-        await asyncio.sleep(0)  # the new watches are in place before the tree is listed
+        self.restarts += 1
+        self._collector_failures += 1
+        # Opening an undecodable name (an editor, grep, or git status comparing a
+        # racily clean entry: ours too) fails the notifier every time; a short cap
+        # keeps the resyncs that catch up timely without spinning.
+        cap_s = self._max_backoff_s
+        if "Unable to decode path" in repr(error):
+            cap_s = min(cap_s, DECODE_FAILURE_MAX_BACKOFF_S)
+        delay_s = min(cap_s, self._backoff_s * 2 ** (self._collector_failures - 1))
+        log.warning("watch_failed", error=repr(error), restarts=self.restarts, retry_in_s=delay_s)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), delay_s)
+        self._rewatch_under.clear()  # the resync lists the whole tree
+        collector = await self._start(stop)  # the watches are in place before the listing
         log.info("watch_restarted", root=str(self.tree.root), restarts=self.restarts)
         if resync and not stop.is_set():
             await self._resync()
         return collector
 
-    async def _collect(self, stop: asyncio.Event) -> None:
-        try:
-            await self._consume(stop, force_polling=False)
-        except OSError as e:  # e.g. "OS file watch limit reached" on a large tree
-            log.warning("watch_fell_back_to_polling", root=str(self.tree.root), error=str(e))
-            await self._consume(stop, force_polling=True)
+    async def _rewatch(
+        self, collector: asyncio.Task[None], stop: asyncio.Event
+    ) -> asyncio.Task[None]:
+        """Watch the tree anew because directories have no watch yet: the new notifier
+        is in place before the old one stops (no gap), then those directories are
+        listed against the signatures (a file made in one before its watch existed)."""
+        under, self._rewatch_under = self._rewatch_under, set()
+        started = time.monotonic()
+        fresh = await self._start(stop)
+        cost_s = time.monotonic() - started
+        self._rewatch_at = time.monotonic() + min(REWATCH_MAX_SPACING_S, REWATCH_SPACING * cost_s)
+        collector.cancel()
+        (ended,) = await asyncio.gather(collector, return_exceptions=True)
+        self.rewatches += 1
+        log.info(
+            "watch_rewatched",
+            root=str(self.tree.root),
+            new_directories=len(under),
+            watched=self.watched_directories,
+            cost_ms=round(cost_s * 1000, 1),
+        )
+        failed = isinstance(ended, BaseException) and not isinstance(ended, asyncio.CancelledError)
+        if failed:  # the old notifier died meanwhile: what it lost is anywhere
+            log.warning("watch_failed", error=repr(ended), restarts=self.restarts, retry_in_s=0)
+        if not stop.is_set():
+            await (self._resync() if failed else self._resync_under(under))
+        return fresh
 
-    async def _consume(self, stop: asyncio.Event, *, force_polling: bool) -> None:
+    async def _collect(self, stop: asyncio.Event, paths: list[str]) -> None:
+        try:
+            await self._consume(stop, paths, force_polling=False)
+        except OSError as e:  # e.g. inotify_init failing (too many instances)
+            log.warning("watch_fell_back_to_polling", root=str(self.tree.root), error=str(e))
+            await self._consume(stop, paths, force_polling=True)
+
+    async def _consume(self, stop: asyncio.Event, paths: list[str], *, force_polling: bool) -> None:
         root = str(self.tree.root)
         step = max(10, min(50, self.debounce_ms))
         changes_iter: Any = self._watch(
-            root,
+            *paths,
             watch_filter=None,
             debounce=self.debounce_ms,
             step=step,
             stop_event=_OwnStop(stop),
             force_polling=force_polling,
+            recursive=False,  # notify's recursive walk follows symlinks (issue 15)
             ignore_permission_denied=True,
         )
         async for raw in changes_iter:
@@ -277,7 +289,8 @@ class Watcher:
 
     async def flush(self, changes: Mapping[str, set[Change]]) -> list[Draft]:
         """Read, emit and record one coalesced batch; returns the drafts emitted."""
-        files, gone, commit = await asyncio.to_thread(self._plan, changes)
+        files, gone, commit, unwatched = await asyncio.to_thread(self._plan, changes)
+        self._rewatch_under |= unwatched
         return await self._emit(files, gone, commit)
 
     async def _resync(self, *, everything: bool = False) -> list[Draft]:
@@ -298,6 +311,35 @@ class Watcher:
         gone = sorted(known - set(listed))
         commit = self.tree.git.head() if self.tree.git else None
         return files, gone, commit
+
+    async def _resync_under(self, directories: set[str]) -> list[Draft]:
+        """List ``directories``; emit what differs from ``known`` and the signatures."""
+        files, gone, commit = await asyncio.to_thread(self._resync_under_plan, directories)
+        emitted = await self._emit(files, gone, commit)
+        log.info(
+            "watch_resynced",
+            files_read=len(files),
+            deleted=len(gone),
+            full=False,
+            directories=len(directories),
+        )
+        return emitted
+
+    def _resync_under_plan(self, directories: set[str]) -> tuple[list[str], list[str], str | None]:
+        root, listed, gone = self.tree.root, set[str](), set[str]()
+        for directory in sorted(directories):
+            if not is_real_directory(root / directory):  # gone again: its events said so
+                continue
+            under = set(self.tree.list(under=directory))
+            listed |= under
+            gone.update(p for p in self.known.under(directory) if p not in under)
+        files = sorted(
+            p
+            for p in listed
+            if p not in self.known or signature(root, p) != self._signatures.get(p)
+        )
+        commit = self.tree.git.head() if self.tree.git else None
+        return files, sorted(gone - listed), commit
 
     def _take_signatures(self) -> None:
         root = self.tree.root
@@ -332,11 +374,16 @@ class Watcher:
             await self.source.heartbeat()
         return emitted
 
-    def _plan(self, changes: Mapping[str, set[Change]]) -> tuple[list[str], list[str], str | None]:
-        """(files to read, paths deleted, HEAD) of one batch, decided on disk."""
+    def _plan(
+        self, changes: Mapping[str, set[Change]]
+    ) -> tuple[list[str], list[str], str | None, set[str]]:
+        """(files to read, paths deleted, HEAD, directories without a watch) of one
+        batch, decided on disk."""
         root, tree = self.tree.root, self.tree
-        # notify follows directory symlinks; git lists a symlink, never what is below it.
-        changes = {p: k for p, k in changes.items() if not _below_symlink(root, p)}
+        # No watch is placed through a link, but a poll or a race (a directory replaced
+        # by a link between the walk and its watch) could report below one; git lists
+        # a symlink, never what is below it.
+        changes = {p: k for p, k in changes.items() if not below_symlink(root, p)}
         resync = any(p.rsplit("/", 1)[-1] == ".gitignore" for p in changes)
         if resync:
             tree.rules_changed()
@@ -345,27 +392,35 @@ class Watcher:
         ignored = tree.ignored([*present, *(m for m in missing if m not in self.known)])
         files: set[str] = set()
         gone: set[str] = set()
+        unwatched: set[str] = set()
         for path in present:
             full = root / path
             if path in ignored:
                 continue
             if not full.is_dir() or full.is_symlink():
                 files.add(path)
+                if path in self._watched:  # replaced by a link: inotify may have followed
+                    unwatched.add(path)  # it if the walk ran just before; watch anew
             elif Change.added in changes[path] or path in self.known or not listable(full):
                 # created or moved in, or unreadable (now or before): list what it holds
                 listed = tree.list(under=path)
                 files.update(listed)
+                if Change.added in changes[path]:  # notify's watches do not grow
+                    unwatched.add(path)
                 if path in self.known and path not in listed:  # readable at last
                     gone.add(path)
-                    self._rewatch = True  # the notifier placed no watch inside it
+                    unwatched.add(path)  # the notifier placed no watch on it
         gone |= set(expand_deletions((m for m in missing if m not in ignored), self.known))
         if resync:
             listed_all = set(tree.list())
             known = self.known.snapshot()
-            files |= listed_all - known
+            revealed = listed_all - known
+            files |= revealed
             gone |= known - listed_all
+            # a directory made while ignored was not watched (nothing under it mattered)
+            unwatched |= {posixpath.dirname(p) for p in revealed} - {""}
         commit = tree.git.head() if tree.git else None
-        return sorted(files), sorted(gone - files), commit
+        return sorted(files), sorted(gone - files), commit, unwatched
 
     def _read(self, files: list[str], commit: str | None) -> list[Draft]:
         """FileChanged per file; FileDeleted for one that vanished since it was listed."""
@@ -401,19 +456,13 @@ class _OwnStop:
         self._own = True
 
 
-def _below_symlink(root: Path, path: str) -> bool:
-    parent = (root / path).parent
-    try:
-        return parent != root and parent.resolve() != parent
-    except (OSError, RuntimeError):  # a loop (RuntimeError before Python 3.13): below one
-        return True
-
-
-async def _first_of(task: asyncio.Task[None], *events: asyncio.Event) -> None:
-    """Wait until ``task`` ends or any of ``events`` is set."""
+async def _first_of(
+    task: asyncio.Task[None], *events: asyncio.Event, timeout_s: float | None = None
+) -> None:
+    """Wait until ``task`` ends, any of ``events`` is set, or ``timeout_s`` passed."""
     waiters = [asyncio.ensure_future(e.wait()) for e in events]
     try:
-        await asyncio.wait([task, *waiters], return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait([task, *waiters], timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for w in waiters:
             w.cancel()

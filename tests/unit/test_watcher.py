@@ -357,6 +357,7 @@ def test_the_bad_repo_tests_pass_without_root_privileges():
         "tests/unit/test_scan.py",
         "tests/unit/test_file_reader.py",
         "tests/unit/test_watcher.py",
+        "tests/unit/test_watcher_symlinks.py",
         "-k",
         "(bad_repo or unreadable or becomes_readable) and not without_root",
     ]
