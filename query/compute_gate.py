@@ -19,7 +19,8 @@ another).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -52,16 +53,23 @@ class ComputeGate:
         if scope["type"] != "http" or not scope["path"].startswith(GATED_PREFIXES):
             await self.app(scope, receive, send)
             return
+        async with self.admit(repository_of(scope["path"])):
+            await self.app(scope, receive, send)
+
+    @contextlib.asynccontextmanager
+    async def admit(self, repo: str | None) -> AsyncIterator[None]:
+        """Inside: one of the slots, after ``before(repo)`` (when ``repo`` is given). The
+        HTTP requests enter through it; an in-process caller (an MCP tool calling the
+        service) enters the same way and shares the same slots."""
         # Before the wait for a slot: what was on the broker when the request came is
         # what its answer must know of, and a look that waits on I/O holds no slot.
-        repo = repository_of(scope["path"])
         if repo is not None and self._before is not None:
             await self._before(repo)
         async with self._slots:
             self.inside += 1
             self.most_inside = max(self.most_inside, self.inside)
             try:
-                await self.app(scope, receive, send)
+                yield
             finally:
                 self.inside -= 1
 

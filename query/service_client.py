@@ -1,13 +1,14 @@
 """The query service as its clients see it: one GET, its JSON answer, or why not.
 
-The MCP tools and the CLI's ``search`` and ``context`` verbs both go through here, so
-both report a refusal with the service's own message (404 unknown repository, 409 no
-neighborhoods yet, 422 bad arguments) and an unreachable service in one sentence.
+The stdio MCP server (`serve_stdio`) and the CLI's ``search`` and ``context`` verbs,
+which ask a service running in another process, both go through here, so both report
+a refusal with the service's own message (404 unknown repository, 409 no neighborhoods
+yet, 422 bad arguments) and an unreachable service in one sentence.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -58,11 +59,17 @@ def refusal(response: httpx.Response) -> str:
     if isinstance(detail, str):
         return detail
     if isinstance(detail, list) and detail:
-        return "; ".join(field_error(e) for e in detail if isinstance(e, dict))
+        # loc is ("query", "limit") or ("path", "repo"): the argument's name is what helps.
+        return field_errors((e for e in detail if isinstance(e, dict)), skip=1)
     return response.text[:300] or response.reason_phrase
 
 
-def field_error(error: Mapping[str, Any]) -> str:
-    # loc is ("query", "limit") or ("path", "repo"): the argument's name is what helps.
-    where = ".".join(str(p) for p in error.get("loc", ())[1:]) or "request"
-    return f"{where}: {error.get('msg', 'invalid')}"
+def field_errors(errors: Iterable[Mapping[str, Any]], *, skip: int = 0) -> str:
+    """Validation errors (pydantic's, or FastAPI's 422 ``detail``) as ``name: message``
+    joined by '; '; ``skip``: the leading parts of each ``loc`` that say where the
+    argument was (FastAPI's ``query``), not which it is."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e.get('loc', ())[skip:]) or 'request'}: "
+        f"{e.get('msg', 'invalid')}"
+        for e in errors
+    )

@@ -1,5 +1,5 @@
-"""The dashboard served by the query service (issue 6): churn, neighborhoods, hubs, freshness."""
+"""The dashboard served by the query service (issue 6): churn, neighborhoods, hubs, freshness.
 
-from query.dashboard.routes import create_dashboard_routes
-
-__all__ = ["create_dashboard_routes"]
+Its routes are in query/dashboard/routes.py; this package imports no web framework, so
+the query service can build the dashboard's data without one.
+"""

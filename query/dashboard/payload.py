@@ -11,9 +11,9 @@ import math
 
 from pydantic import BaseModel, Field
 
-from query.neighborhood_api import stamp
 from query.neighborhood_schemas import SnapshotStamp
 from query.read_model import RepoView
+from query.snapshot_stamp import stamp
 from stores.freshness import Freshness
 from stores.neighborhoods import NeighborhoodSnapshot
 

@@ -17,9 +17,8 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, Response, StreamingResponse
 
 from query.dashboard.live import model_events
-from query.dashboard.payload import DashboardData, dashboard_data
-from query.read_model import ReadModel
-from query.repo_lookup import repo_view
+from query.dashboard.payload import DashboardData
+from query.service import QueryService
 
 STREAM_LIFETIME_S = 10.0
 POLL_S = 0.5
@@ -55,7 +54,7 @@ def stopping_of(request: Request) -> asyncio.Event | None:
 
 
 def create_dashboard_routes(
-    model: ReadModel,
+    service: QueryService,
     *,
     poll_s: float = POLL_S,
     stream_lifetime_s: float = STREAM_LIFETIME_S,
@@ -80,14 +79,16 @@ def create_dashboard_routes(
     @router.get("/dashboard/data/{repo}", response_model=DashboardData)
     async def data(repo: str) -> DashboardData:
         """One repository's map, hubs, sizes and freshness, for the page."""
-        view = repo_view(model, repo)
-        return dashboard_data(view, model.freshness(view.state.repo))
+        return service.dashboard(repo)
 
     @router.get("/dashboard/events")
     async def events(request: Request) -> StreamingResponse:
         """Server-Sent Events: ``model`` whenever the read model changes."""
         stream = model_events(
-            model, poll_s=poll_s, lifetime_s=stream_lifetime_s, stopping=stopping_of(request)
+            service.model,
+            poll_s=poll_s,
+            lifetime_s=stream_lifetime_s,
+            stopping=stopping_of(request),
         )
         return StreamingResponse(
             stream,

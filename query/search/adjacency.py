@@ -21,6 +21,7 @@ applied to every node with a connection).
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -83,21 +84,25 @@ class Adjacency:
         default_factory=dict, compare=False, repr=False
     )
     _links: dict[str, tuple[Link, ...]] = field(default_factory=dict, compare=False, repr=False)
+    _inbound: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(
         cls, state: RepoState, *, q: float = HUB_PERCENTILE, floor: int = HUB_FLOOR
     ) -> Adjacency:
-        out: dict[str, list[EdgeRecord]] = {}
-        into: dict[str, list[EdgeRecord]] = {}
-        neighbours: dict[str, set[str]] = {}
+        out: defaultdict[str, list[EdgeRecord]] = defaultdict(list)
+        into: defaultdict[str, list[EdgeRecord]] = defaultdict(list)
+        neighbours: defaultdict[str, set[str]] = defaultdict(set)
+        # `_traversable` inlined and no setdefault's empty lists: the same lists, 65 -> 47
+        # ms for django's 75,000 edges, once per state version on the query loop (issue 15).
+        kinds = DEPENDENCY_KINDS
         for edge in state.edges.values():
             src, dst = edge.src, edge.dst
-            out.setdefault(src, []).append(edge)
-            into.setdefault(dst, []).append(edge)
-            if _traversable(edge):
-                neighbours.setdefault(src, set()).add(dst)
-                neighbours.setdefault(dst, set()).add(src)
+            out[src].append(edge)
+            into[dst].append(edge)
+            if edge.kind in kinds and src != dst and edge.confidence != "name_match":
+                neighbours[src].add(dst)
+                neighbours[dst].add(src)
         degrees = {n: len(others) for n, others in neighbours.items()}
         names: dict[str, list[str]] = {}
         for node in state.nodes.values():
@@ -105,8 +110,8 @@ class Adjacency:
                 names.setdefault(node.name, []).append(node.id)
         return cls(
             nodes=state.nodes,
-            out=out,
-            into=into,
+            out=dict(out),
+            into=dict(into),
             degrees=degrees,
             hub_threshold=hub_threshold(list(degrees.values()), q, floor),
             names={name: tuple(sorted(ids)) for name, ids in names.items()},
@@ -188,16 +193,31 @@ class Adjacency:
         )
 
     def inbound(self, path: str) -> int:
-        """A file's inbound degree: the distinct other files that import or reference it."""
-        return len(
-            {
-                e.src
-                for e in self.edges_in(file_id(path))
-                if e.kind in FILE_DEPENDENCY_KINDS
-                and e.confidence != "name_match"
-                and e.src.startswith("file:")
-                and e.src != file_id(path)
-            }
+        """A file's inbound degree: the distinct other files that import or reference it.
+        Kept once counted: a context pack asks it of every file it reads (django: 23
+        times a pack, 1.7 ms of its 9, issue 15)."""
+        found = self._inbound.get(path)
+        if found is None:
+            fid = file_id(path)
+            found = self._inbound[path] = len(
+                {
+                    e.src
+                    for e in self.into.get(fid, ())
+                    if e.kind in FILE_DEPENDENCY_KINDS
+                    and e.confidence != "name_match"
+                    and e.src.startswith("file:")
+                    and e.src != fid
+                }
+            )
+        return found
+
+    def importing_paths(self, path: str) -> list[str]:
+        """The paths of the nodes with an IMPORTS edge into the file, sorted, whatever
+        the edge's confidence: what a file's details call ``imported_by``, from the
+        edges into it rather than a scan of every edge of the repository (django's
+        75,000: 7 ms of an 8 ms answer, issue 15)."""
+        return sorted(
+            e.src.split(":", 1)[1] for e in self.into.get(file_id(path), ()) if e.kind == "IMPORTS"
         )
 
     def linked_files(self, path: str) -> list[str]:

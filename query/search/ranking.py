@@ -41,10 +41,11 @@ are candidates even when BM25 does not retrieve them.
 
 from __future__ import annotations
 
+import functools
 import math
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Mapping, Set
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
 from query.search.frames import innermost_frames
@@ -239,10 +240,9 @@ def rank(
         if not path_prefix or path.startswith(path_prefix):
             signals.setdefault(path, {})["frame"] = 1.0
     for path in list(signals):
-        module = module_path(path)
+        module, stem = _path_facts(path)
         if module and "." in module and module in said.identifiers:
             signals[path]["path"] = 1.0
-        stem = posixpath.splitext(posixpath.basename(path))[0].lower()
         if len(stem) >= MIN_SYMBOL_CHARS and stem in said.words and stem in lowered:
             signals[path]["filename"] = 1.0
         if path in importance:
@@ -253,8 +253,9 @@ def rank(
             signals[path]["session"] = recent[path]
     if proximity is not None:
         _proximity(signals, proximity)
+    weighted = _weighted(weights)
     ranked = [
-        RankedFile(path, _score(s, weights), best.get(path), s) for path, s in signals.items()
+        RankedFile(path, _score(s, weighted), best.get(path), s) for path, s in signals.items()
     ]
     ranked.sort(key=lambda r: (-round(r.score, 9), r.path))
     return ranked[:limit]
@@ -313,8 +314,30 @@ def _proximity(signals: dict[str, dict[str, float]], proximity: Proximity) -> No
                 own["graph"] = min(1.0, shared / 3)
 
 
-def _score(signals: Mapping[str, float], weights: RankWeights) -> float:
-    return sum(getattr(weights, name) * signals.get(name, 0.0) for name in SCORED)
+def _weighted(weights: RankWeights) -> tuple[tuple[str, float], ...]:
+    """The signals that weigh, with their weights, in `SCORED` order."""
+    return tuple((name, w) for name in SCORED if (w := getattr(weights, name)))
+
+
+def _score(signals: Mapping[str, float], weighted: Sequence[tuple[str, float]]) -> float:
+    """The weighted sum in `SCORED` order. Bit for bit the sum over every signal: a
+    signal absent or of weight 0 adds 0.0, and x + 0.0 is x for the sums here (every
+    signal and weight is >= 0, so no partial sum is -0.0). A loop, not ``sum`` over
+    ``getattr``: 1.7 ms of a 10 ms django search was this (issue 15)."""
+    score = 0.0
+    get = signals.get
+    for name, weight in weighted:
+        value = get(name)
+        if value is not None:
+            score += weight * value
+    return score
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _path_facts(path: str) -> tuple[str | None, str]:
+    """A path's dotted module (`module_path`) and lowercased stem: a function of the
+    path alone, so cached (each search asked them of its ~400 candidates)."""
+    return module_path(path), posixpath.splitext(posixpath.basename(path))[0].lower()
 
 
 def _by_name(paths: Iterable[str]) -> dict[str, list[str]]:

@@ -187,10 +187,13 @@ class SparseIndex:
         """Files scored by their best chunk: (path, score, best chunk id), best first,
         ties by path; a file's best chunk ties by id."""
         best: dict[str, tuple[float, str]] = {}
+        path_of, get = self._path_of, best.get
         for chunk_id, score in self._scores(query, path_prefix).items():
-            path = self._path_of[chunk_id]
-            held = best.get(path)
-            if held is None or (-score, chunk_id) < (-held[0], held[1]):
+            path = path_of[chunk_id]
+            held = get(path)
+            # (-score, id) < (-held score, held id), without building the tuples: this
+            # loop visits every chunk scored (thousands for a common word, issue 15).
+            if held is None or score > held[0] or (score == held[0] and chunk_id < held[1]):
                 best[path] = (score, chunk_id)
         ranked = heapq.nsmallest(
             max(limit, 0), best.items(), key=lambda item: (-item[1][0], item[0])

@@ -18,6 +18,8 @@ of an older version of its file.
 from __future__ import annotations
 
 import asyncio
+import heapq
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -159,8 +161,12 @@ class DenseFill:
         if best is None:
             return None
         queue = self._queue[best[1]]
-        picked = sorted(queue.items(), key=lambda item: (-item[1].priority, item[0]))
-        taken = [queued for _, queued in picked[: self.batch]]
+        # nsmallest is sorted()[:batch] (the keys are unique) in O(n log batch): this runs
+        # on the event loop once a batch, over every queued chunk (12k for django).
+        picked = heapq.nsmallest(
+            self.batch, queue.items(), key=lambda item: (-item[1].priority, item[0])
+        )
+        taken = [queued for _, queued in picked]
         for queued in taken:
             del queue[queued.chunk.id]
         return best[1], taken
@@ -221,6 +227,7 @@ class DenseFill:
         any other failure is a bug: logged with its traceback, the batch dropped."""
         delay = self.backoff.first_s
         while not stop.is_set():
+            started = time.monotonic()
             try:
                 stored = await self._step()
             except _BatchDropped:
@@ -238,8 +245,18 @@ class DenseFill:
             delay = self.backoff.first_s
             if stored is None:
                 await _wait(stop, idle_s)
-            elif on_batch is not None:
+                continue
+            if on_batch is not None:
                 on_batch(stored)
+            pause = self.pause_after(time.monotonic() - started)
+            if pause > 0:
+                await _wait(stop, pause)
+
+    def pause_after(self, took_s: float) -> float:
+        """How long to wait after a batch that took ``took_s``: none here (a worker's
+        fill runs flat out); the query service's yields to its queries
+        (`query.dense.DenseIndex`)."""
+        return 0.0
 
     async def _step(self) -> int | None:
         self.flush_deletes()

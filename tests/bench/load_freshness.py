@@ -29,8 +29,12 @@ import argparse
 import asyncio
 import contextlib
 import math
+import os
 import random
+import subprocess
+import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -40,6 +44,7 @@ from typing import Any
 
 import httpx
 
+from deploy.listener import listen
 from tests.bench import harness
 from tests.bench.corpus import clone, django_repo, git
 from tests.bench.freshness_latency import percentile
@@ -88,11 +93,83 @@ def gazetteer_up(
         up.kill()
 
 
-async def wait_fresh(url: str, root: Path, head: str, timeout: float) -> str:
-    """The repository id once ``/repositories`` says it is fresh at ``head``."""
-    deadline, items = time.monotonic() + timeout, []
+class ServeProcess(Gazetteer):
+    """A ``gazetteer`` process that inherits file descriptors (a listening socket)."""
+
+    def __init__(
+        self, args: list[str], data_dir: Path, pass_fds: tuple[int, ...], **env: str
+    ) -> None:
+        self.args = args
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "deploy.cli", *args],
+            env={**os.environ, "GAZETTEER_DATA_DIR": str(data_dir), **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            pass_fds=pass_fds,
+        )
+        self.stdout, self.stderr = [], []
+        for stream, sink in ((self.proc.stdout, self.stdout), (self.proc.stderr, self.stderr)):
+            threading.Thread(target=self._drain, args=(stream, sink), daemon=True).start()
+
+
+@contextlib.contextmanager
+def serve_replicas(
+    count: int, bootstrap: str, namespace: str, data_dir: Path
+) -> Iterator[tuple[str, list[ServeProcess]]]:
+    """``count`` query processes (``gazetteer serve``) sharing one listening socket, as
+    ``up`` would run them with a second query process (issue 15): the kernel hands each
+    connection to whichever process accepts it. Each has its own data directory (its
+    own embedding cache), the topics of ``namespace`` and the default embedder."""
+    sock = listen("127.0.0.1", 0)
+    fd = sock.fileno()
+    os.set_inheritable(fd, True)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    replicas: list[ServeProcess] = []
+    try:
+        for n in range(count):
+            args = ["--broker", f"kafka://{bootstrap}", "serve", "--listen-fd", str(fd)]
+            env = {"GAZETTEER_NAMESPACE": namespace, "GAZETTEER_LOG_FORMAT": "json"}
+            replicas.append(ServeProcess(args, data_dir / f"replica-{n}", (fd,), **env))
+        for replica in replicas:
+            replica.url(timeout=120)
+        yield url, replicas
+    finally:
+        for replica in replicas:
+            with contextlib.suppress(Exception):
+                replica.interrupt()
+            replica.kill()
+        sock.close()
+
+
+def rss_mb(pid: int) -> float:
+    """A process's resident memory, from /proc (Linux)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return math.nan
+
+
+def serve_child(up: Gazetteer) -> int | None:
+    """The pid of ``up``'s query process (its child running ``serve``)."""
+    for stat in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            argv = stat.read_bytes().split(b"\0")
+            pid = int(stat.parent.name)
+            ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == up.pid and b"serve" in argv:
+                return pid
+    return None
+
+
+async def wait_fresh(url: str, root: Path, head: str, timeout: float, consecutive: int = 1) -> str:
+    """The repository id once ``/repositories`` says it is fresh at ``head``
+    (``consecutive`` times in a row: behind a shared socket, each answer may come from
+    another replica)."""
+    deadline, items, streak = time.monotonic() + timeout, [], 0
     async with httpx.AsyncClient(base_url=url, timeout=30) as http:
         while time.monotonic() < deadline:
+            found = None
             with contextlib.suppress(httpx.HTTPError):
                 items = (await http.get("/repositories")).json().get("items", [])
                 for item in items:
@@ -102,8 +179,11 @@ async def wait_fresh(url: str, root: Path, head: str, timeout: float) -> str:
                     mine = mine and item.get("name", root.name) == root.name
                     if mine and fresh["status"] == "fresh":
                         if fresh["indexed_commit"] == head:
-                            return str(item["repo"])
-            await asyncio.sleep(0.2)
+                            found = str(item["repo"])
+            streak = streak + 1 if found else 0
+            if found and streak >= consecutive:
+                return found
+            await asyncio.sleep(0.2 if not found else 0.02)
     raise TimeoutError(f"{root} was not fresh at {head} within {timeout} s: {items}")
 
 
@@ -188,6 +268,9 @@ def report(summaries: Sequence[dict[str, Any]]) -> str:
         ["old content among judged", *(_counts(s["old_after_due_by_status"]) for s in summaries)],
         ["VIOLATIONS (fresh + old)", *(s["violations"] for s in summaries)],
         ["phase s (truncated)", *(f"{s['duration_s']:.0f} ({s['truncated']})" for s in summaries)],
+        ["query process RSS MB (each)", *(
+            " + ".join(f"{m:.0f}" for m in s.get("serve_rss_mb", [])) or "-" for s in summaries
+        )],
     ]  # fmt: skip
     return harness.markdown_table(header, rows)
 
@@ -209,9 +292,22 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         head = git(work.root, "rev-parse", "HEAD")
         paths = python_files(work.root)
         targets = split_targets(paths, len(args.clients), args.edits, args.seed)
-        with gazetteer_up(work.root, Path(tmp) / "data", args.broker, env) as up:
+        if args.replicas:  # up's own query process idles: no embedding, no clients
+            env.setdefault("GAZETTEER_EMBEDDER", "none")
+        with contextlib.ExitStack() as running:
+            up = running.enter_context(
+                gazetteer_up(work.root, Path(tmp) / "data", args.broker, env)
+            )
+            url, replicas = up.url, list[ServeProcess]()
+            if args.replicas:
+                url, replicas = running.enter_context(
+                    serve_replicas(args.replicas, up.bootstrap, up.namespace, Path(tmp))
+                )
+                progress(f"{args.replicas} query processes share {url}")
             started = time.monotonic()
-            repo = await wait_fresh(up.url, work.root, head, args.index_timeout_s)
+            repo = await wait_fresh(
+                url, work.root, head, args.index_timeout_s, consecutive=1 + 4 * args.replicas
+            )
             fresh_s = time.monotonic() - started
             progress(f"{repo} fresh {fresh_s:.0f} s after the service listened")
             tap = TopicTap(up.bootstrap, up.namespace)
@@ -231,10 +327,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     )
                     progress(f"phase {i + 1}: {clients} clients, {args.edits} edits")
                     result = await run_phase(
-                        up.url, repo, work.root, tap, targets[i], questions_of(paths), paths,
+                        url, repo, work.root, tap, targets[i], questions_of(paths), paths,
                         options,
                     )  # fmt: skip
                     summaries.append(summarize(result))
+                    own = serve_child(up.process)
+                    summaries[-1]["serve_rss_mb"] = [
+                        rss_mb(p) for p in [r.pid for r in replicas] or ([own] if own else [])
+                    ]
                     violations.append([asdict(v) for v in result.verdict.violations[:50]])
                     saves.append([asdict(o) for o in result.verdict.saves])
                     progress(f"phase {i + 1}: {summaries[-1]['violations']} violations")
@@ -265,6 +365,12 @@ def main() -> None:
     parser.add_argument("--broker", help="kafka://host:port (default: up's embedded broker)")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for up")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=0,
+        help="N query processes sharing one socket serve the clients (up's own idles)",
+    )
     args = parser.parse_args()
     path = harness.write_json(NAME, asyncio.run(run(args)))
     progress(f"wrote {path}")

@@ -22,6 +22,7 @@ import random
 import statistics
 import time
 import tracemalloc
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -61,7 +62,20 @@ def questions(model: ReadModel, repo: str, count: int) -> list[str]:
     return [doc for doc, _ in rng.sample(docs, min(count, len(docs)))]
 
 
-def run(corpus: str, count: int, embedder: str, embed_files: int) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class Built:
+    """A corpus folded into a read model as the query service folds it."""
+
+    model: ReadModel
+    version: str
+    embedded: int
+    read_side_mb: float
+
+
+def build_read_model(corpus: str, embedder: str, embed_files: int) -> Built:
+    """The corpus indexed in process, its deltas folded into a ReadModel (retrieval
+    included), reclustered for importance; with an embedder, the chunks of the
+    ``embed_files`` most important files (all with 0) embedded first."""
     tree = package_tree(corpus)
     stamp = Stamp(repo=corpus)
     events = scan_events(tree.files, stamp)
@@ -103,6 +117,12 @@ def run(corpus: str, count: int, embedder: str, embed_files: int) -> dict[str, A
                 dense.store_vectors(repo, keep, dense.vectors(keep))
                 embedded += len(keep)
         progress(f"embedded {embedded} chunks in {time.perf_counter() - started:.1f} s")
+    return Built(model, tree.version, embedded, read_side_mb)
+
+
+def run(corpus: str, count: int, embedder: str, embed_files: int) -> dict[str, Any]:
+    built = build_read_model(corpus, embedder, embed_files)
+    model, embedded, read_side_mb = built.model, built.embedded, built.read_side_mb
     client = TestClient(create_api(model, ready=lambda: True))
     asked = questions(model, corpus, count)
     timings: dict[str, list[float]] = {"search": [], "context": []}
@@ -115,7 +135,7 @@ def run(corpus: str, count: int, embedder: str, embed_files: int) -> dict[str, A
     chunks = len(model.repos[corpus].retrieval.chunks)
     return {
         "corpus": corpus,
-        "version": tree.version,
+        "version": built.version,
         "chunks": chunks,
         "embedder": embedder,
         "embedded": embedded,

@@ -71,3 +71,32 @@ def test_the_repository_of_a_route() -> None:
     assert repository_of("/repositories") is None
     assert repository_of("/repositories/") is None
     assert repository_of("/dead-letters") is None
+
+
+async def test_an_in_process_caller_takes_the_same_slots_after_the_same_look() -> None:
+    probe, looked = Probe(), []
+
+    async def before(repo: str) -> None:
+        looked.append(repo)
+
+    gate = ComputeGate(probe, slots=1, before=before)
+    transport = httpx.ASGITransport(app=gate)
+    order: list[str] = []
+
+    async def tool_call() -> None:
+        async with gate.admit("app-1"):
+            order.append(f"tool inside with {gate.inside}")
+
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        query = asyncio.create_task(client.get("/repositories/b-2/search"))
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert gate.inside == 1
+        called = asyncio.create_task(tool_call())
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert order == [] and looked == ["b-2", "app-1"]  # looked, then waits its turn
+        probe.release.set()
+        assert (await query).status_code == 200
+        await called
+    assert order == ["tool inside with 1"] and (gate.inside, gate.most_inside) == (0, 1)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
+
 from processors.indexer import RepoIndex
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
-from query.dense import DenseIndex
+from query.dense import DenseIndex, FillPacing
 from query.read_model import ReadModel
 from stores.projections.graph_state import FileGraphState
+from stores.records import ChunkRecord
 from stores.text.embedders import HashingEmbedder
 from stores.text.embedding_cache import InMemoryEmbeddingCache
 from stores.vectors import InMemoryVectorStore
@@ -22,6 +27,13 @@ class CountingEmbedder(HashingEmbedder):
     def embed(self, texts):  # type: ignore[no-untyped-def]
         self.texts += len(texts)
         return super().embed(texts)
+
+
+def chunk_of(path: str, n: int) -> ChunkRecord:
+    return ChunkRecord(
+        id=f"{path}#L1-2", path=path, kind="MODULE", line_start=1, line_end=2,
+        text=f"value = {n}", content_hash=f"h{n}",
+    )  # fmt: skip
 
 
 def indexed() -> tuple[ReadModel, DenseIndex, CountingEmbedder, RepoIndex, Stamp]:
@@ -92,3 +104,48 @@ def test_filling_some_files_embeds_their_chunks_and_leaves_the_rest_queued() -> 
     hits = dense.search("app-1", "response body", limit=5)
     assert hits is not None and {path for path, _, _ in hits} == {"app/models.py"}
     assert dense.fill() == known - len(models_chunks)
+
+
+def test_the_fill_yields_to_searches_and_runs_flat_out_when_none_came() -> None:
+    now = [100.0]
+    dense = DenseIndex(
+        CountingEmbedder(),
+        InMemoryVectorStore(),
+        InMemoryEmbeddingCache(),
+        pacing=FillPacing(share=0.25, quiet_s=1.0),
+        clock=lambda: now[0],
+    )
+    assert dense.pause_after(0.8) == 0.0  # no search yet
+    assert dense.search("app-1", "anything", limit=5) is None  # no vectors yet: still a search
+    now[0] = 100.5
+    assert dense.pause_after(0.8) == 0.8 * 0.75 / 0.25  # three times the batch: a quarter
+    now[0] = 101.01
+    assert dense.pause_after(0.8) == 0.0  # quiet for more than a second
+    with pytest.raises(ValueError, match="share"):
+        FillPacing(share=0.0)
+
+
+class RecordingPauses(DenseIndex):
+    def __init__(self) -> None:
+        super().__init__(CountingEmbedder(), InMemoryVectorStore(), InMemoryEmbeddingCache())
+        self.asked: list[float] = []
+
+    def pause_after(self, took_s: float) -> float:
+        self.asked.append(took_s)
+        return 0.0
+
+
+async def test_the_fill_asks_for_its_pause_after_each_stored_batch_only() -> None:
+    dense = RecordingPauses()
+    dense.batch = 2
+    for n in range(3):
+        dense.file_changed("r", f"f{n}.py", [chunk_of(f"f{n}.py", n)], priority=float(n))
+    stop = asyncio.Event()
+    batches: list[int] = []
+    running = asyncio.create_task(dense.run(stop, idle_s=0.01, on_batch=batches.append))
+    while dense.queued() or len(batches) < 2:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)  # idle rounds: no pause asked for them
+    stop.set()
+    await running
+    assert batches == [2, 1] and len(dense.asked) == 2 and all(t >= 0 for t in dense.asked)

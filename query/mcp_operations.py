@@ -1,0 +1,118 @@
+"""The MCP tools as data: which GET of the HTTP API each tool is, read from its
+OpenAPI document (names, arguments, defaults, bounds and descriptions)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.types import Tool, ToolAnnotations
+
+TOOLS: Mapping[str, str] = {
+    "health": "/health",
+    "repositories": "/repositories",
+    "repository": "/repositories/{repo}",
+    "freshness": "/repositories/{repo}/freshness",
+    "files": "/repositories/{repo}/files",
+    "file_detail": "/repositories/{repo}/files/{path}",
+    "symbols": "/repositories/{repo}/symbols",
+    "search": "/repositories/{repo}/search",
+    "context": "/repositories/{repo}/context",
+    "graph_search": "/repositories/{repo}/graph-search",
+    "ranking": "/repositories/{repo}/ranking",
+    "session_start": "/repositories/{repo}/session-start",
+    "neighborhoods": "/repositories/{repo}/neighborhoods",
+    "neighborhood": "/repositories/{repo}/neighborhoods/{nid}",
+    "neighborhood_of": "/repositories/{repo}/neighborhood-of",
+    "neighborhood_changes": "/repositories/{repo}/neighborhood-changes",
+    "hubs": "/repositories/{repo}/hubs",
+    "importance": "/repositories/{repo}/importance",
+    "folders": "/repositories/{repo}/folders",
+    "files_by_level": "/repositories/{repo}/files-by-level",
+    "overview": "/repositories/{repo}/overview",
+    "churn": "/repositories/{repo}/churn",
+    "churn_entry": "/repositories/{repo}/churn/{entry_id}",
+    "structural_diff": "/repositories/{repo}/diff",
+    "dead_letters": "/dead-letters",
+}
+"""Tool name -> the GET operation it is; the names are the endpoints' (``repository``
+for ``one_repository``)."""
+
+UNDOCUMENTED: Mapping[str, str] = {
+    "health": "Whether the read side has caught up with the topics as of start.",
+    "repositories": "Each indexed repository with its counts and freshness.",
+    "repository": "One repository: name, branch, counts, dead letters and freshness.",
+    "freshness": "How far to trust a repository's index: status, lag, pending events.",
+    "files": "A repository's files, filtered and paged, with the true total.",
+    "file_detail": "One file: language, size, lines, symbols with line ranges, imports, "
+    "what it depends on and what imports it.",
+    "symbols": "A file's symbols with their line ranges.",
+    "dead_letters": "The most recent dead letters and their total.",
+}
+"""For the endpoints without a docstring (the README's words); a docstring wins."""
+PATH_ARGUMENTS: Mapping[str, str] = {
+    "repo": "a repository id, as `repositories` lists them",
+    "path": "a file's path in the repository",
+    "nid": "a neighborhood id, as `neighborhoods` lists them (ids survive reclustering)",
+}
+
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One tool: the GET it makes and the arguments it takes."""
+
+    tool: str
+    path: str
+    path_params: tuple[str, ...]
+    query_params: tuple[str, ...]
+    description: str
+    input_schema: Mapping[str, Any]
+
+    def as_tool(self) -> Tool:
+        return Tool(
+            name=self.tool,
+            description=self.description,
+            input_schema=dict(self.input_schema),
+            annotations=READ_ONLY,
+        )
+
+
+def operations(openapi: Mapping[str, Any]) -> list[Operation]:
+    """The tools, read from the API's OpenAPI document (``FastAPI.openapi()``)."""
+    found = []
+    for tool, path in TOOLS.items():
+        op = openapi["paths"].get(path, {}).get("get")
+        if op is None:
+            raise LookupError(f"the HTTP API has no GET {path} for the tool {tool!r}")
+        params = [p for p in op.get("parameters", ()) if p["in"] in ("path", "query")]
+        properties = {p["name"]: argument_schema(p) for p in params}
+        required = [p["name"] for p in params if p.get("required")]
+        found.append(
+            Operation(
+                tool=tool,
+                path=path,
+                path_params=tuple(p["name"] for p in params if p["in"] == "path"),
+                query_params=tuple(p["name"] for p in params if p["in"] == "query"),
+                description=op.get("description") or UNDOCUMENTED.get(tool) or op["summary"],
+                input_schema={
+                    "type": "object",
+                    "properties": properties,
+                    "required": required,
+                    "additionalProperties": False,
+                },
+            )
+        )
+    return found
+
+
+def argument_schema(parameter: Mapping[str, Any]) -> dict[str, Any]:
+    schema = {k: v for k, v in parameter["schema"].items() if k != "title"}
+    description = parameter.get("description") or PATH_ARGUMENTS.get(parameter["name"])
+    if description:
+        schema["description"] = description
+    return schema

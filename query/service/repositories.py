@@ -1,0 +1,236 @@
+"""Repositories, their files and symbols, health and dead letters: the catalogue answers."""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import Literal
+
+from query.read_model import RepoView
+from query.schemas import (
+    DeadLetterOut,
+    DeadLetterPage,
+    FileDetail,
+    FilePage,
+    FileSummary,
+    Health,
+    ImportOut,
+    Producer,
+    Repository,
+    RepositoryList,
+    SymbolPage,
+)
+from query.service.base import ServiceBase
+from query.service.errors import NotFound
+from stores.freshness import Freshness
+from stores.records import FileRecord
+
+MAX_FENCED = 20  # older leases listed per repository
+GLOB_CHARS = frozenset("*?[")
+FreshnessStatus = Literal["fresh", "stale", "updating"]
+
+
+def root_name(root: str) -> str:
+    """A repository root's base name: the one part of its path on the producer's
+    machine that answers show (the path itself tells a stranger where things live)."""
+    return root.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+
+
+def name_matches(pattern: str, repo: str, view: RepoView) -> bool:
+    """``pattern`` (a substring, or a glob when it holds * ? [) against the id and
+    the root directory name, case-insensitively."""
+    names = [repo.lower()]
+    if view.status is not None:
+        names.append(root_name(view.status.root).lower())
+    pattern = pattern.lower()
+    if GLOB_CHARS.intersection(pattern):
+        return any(fnmatch.fnmatchcase(n, pattern) for n in names)
+    return any(pattern in n for n in names)
+
+
+def file_record(view: RepoView, path: str) -> FileRecord:
+    record = view.state.files.get(path.strip("/"))
+    if record is None:
+        raise NotFound(f"no file {path!r} in repository {view.state.repo!r}")
+    return record
+
+
+class RepositoryAnswers(ServiceBase):
+    def health(self) -> Health:
+        """Whether the service is up and its read side has caught up with the topics."""
+        model = self.model
+        return Health(
+            status="ok",
+            ready=self._ready(),
+            repositories=len(model.repos),
+            deltas_applied=model.deltas_applied,
+            dead_letters=model.dead_letters_total,
+        )
+
+    def repositories(
+        self,
+        name: str | None = None,
+        status: FreshnessStatus | None = None,
+        offset: int = 0,
+        limit: int = 100,
+    ) -> RepositoryList:
+        """The indexed repositories by id, filtered by name and freshness, paged."""
+        repos = self.model.repos
+        matched = [
+            r
+            for r in sorted(repos)
+            if (name is None or name_matches(name, r, repos[r]))
+            and (status is None or self.model.freshness(r).status == status)
+        ]
+        page = [self._repository(repos[r]) for r in matched[offset : offset + limit]]
+        return RepositoryList(total=len(matched), offset=offset, limit=limit, items=page)
+
+    def repository(self, repo: str) -> Repository:
+        return self._repository(self.view(repo))
+
+    def freshness(self, repo: str) -> Freshness:
+        return self.model.freshness(self.view(repo).state.repo)
+
+    def _repository(self, view: RepoView) -> Repository:
+        state = view.state
+        return Repository(
+            repo=state.repo,
+            name=root_name(view.status.root) if view.status else None,
+            branch=state.branch or (view.status.branch if view.status else None),
+            files=len(state.files),
+            symbols=sum(len(r.symbols) for r in state.files.values()),
+            edges=len(state.edges),
+            dead_letters=view.dead_letters,
+            delta_seq=state.seq,
+            owner=(
+                Producer(producer=owner.producer, epoch=owner.epoch, host=owner.host)
+                if (owner := view.owner) is not None
+                else None
+            ),
+            fenced=[Producer(producer=p, epoch=e) for e, p in view.fenced_producers[:MAX_FENCED]],
+            freshness=self.model.freshness(state.repo),
+        )
+
+    def files(
+        self,
+        repo: str,
+        language: str | None = None,
+        prefix: str | None = None,
+        glob: str | None = None,
+        skipped: bool | None = None,
+        offset: int = 0,
+        limit: int = 100,
+    ) -> FilePage:
+        """A repository's files by path, filtered and paged, with the true total."""
+        view = self.view(repo)
+        matched = [
+            r
+            for _, r in sorted(view.state.files.items())
+            if (language is None or r.language == language)
+            and (prefix is None or r.path.startswith(prefix))
+            and (glob is None or fnmatch.fnmatchcase(r.path, glob))
+            and (skipped is None or (r.skipped is not None) == skipped)
+        ]
+        return FilePage(
+            repo=repo,
+            total=len(matched),
+            offset=offset,
+            limit=limit,
+            items=[
+                FileSummary(
+                    path=r.path,
+                    language=r.language,
+                    size=r.size,
+                    lines=r.lines,
+                    symbols=len(r.symbols),
+                    imports=len(r.imports),
+                    skipped=r.skipped,
+                    parse_errors=r.parse_errors,
+                )
+                for r in matched[offset : offset + limit]
+            ],
+            freshness=self.model.freshness(repo),
+        )
+
+    def file_detail(self, repo: str, path: str, limit: int = 200) -> FileDetail:
+        """One file: symbols, imports, what it depends on and is used by (each list at
+        most ``limit`` long, beside its total)."""
+        view = self.view(repo)
+        record = file_record(view, path)
+        node = f"file:{record.path}"
+        depends_on = sorted(
+            e.dst.split(":", 1)[1]
+            for e in view.state.owned_edges(record.path)
+            if e.kind == "IMPORTS"
+        )
+        imported_by = sorted(
+            key[0].split(":", 1)[1]
+            for key in view.state.edges
+            if key[1] == node and key[2] == "IMPORTS"
+        )
+        return FileDetail(
+            repo=repo,
+            path=record.path,
+            language=record.language,
+            size=record.size,
+            lines=record.lines,
+            content_hash=record.content_hash,
+            skipped=record.skipped,
+            parse_errors=record.parse_errors,
+            problems=list(record.problems),
+            origin=record.origin,
+            commit=record.commit,
+            working_tree=record.working_tree,
+            package=record.package,
+            purpose=record.purpose,
+            sections=[f"L{s.line_start}-{s.line_end}: {s.label}" for s in record.sections],
+            keywords=[k.term for k in record.keywords],
+            references=view.references.get(record.path, len(record.references)),
+            symbols=list(record.symbols[:limit]),
+            symbols_total=len(record.symbols),
+            imports=[
+                ImportOut(module=i.module, names=list(i.names), level=i.level, line=i.line)
+                for i in record.imports[:limit]
+            ],
+            imports_total=len(record.imports),
+            depends_on=depends_on[:limit],
+            depends_on_total=len(depends_on),
+            imported_by=imported_by[:limit],
+            imported_by_total=len(imported_by),
+            freshness=self.model.freshness(repo),
+        )
+
+    def symbols(
+        self, repo: str, path: str, kind: str | None = None, offset: int = 0, limit: int = 200
+    ) -> SymbolPage:
+        """The symbols a file defines, in source order, optionally of one kind, paged."""
+        view = self.view(repo)
+        record = file_record(view, path)
+        items = [s for s in record.symbols if kind is None or s.kind == kind.upper()]
+        return SymbolPage(
+            repo=repo,
+            path=record.path,
+            total=len(items),
+            offset=offset,
+            limit=limit,
+            items=items[offset : offset + limit],
+            freshness=self.model.freshness(repo),
+        )
+
+    def dead_letters(self, limit: int = 20) -> DeadLetterPage:
+        """The most recent events that could not be processed, newest first."""
+        recent = list(self.model.dead_letters)[-limit:][::-1]
+        return DeadLetterPage(
+            total=self.model.dead_letters_total,
+            items=[
+                DeadLetterOut(
+                    failure=d.failure,
+                    reason=d.reason,
+                    topic=d.topic,
+                    partition=d.partition,
+                    offset=d.offset,
+                    key=d.key.decode(errors="replace") if d.key else None,
+                    failed_at=d.failed_at,
+                )
+                for d in recent
+            ],
+        )

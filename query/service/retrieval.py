@@ -1,0 +1,289 @@
+"""Search, session starts and context packs: where to look, and what to read in budget.
+
+``search`` ranks files for a question (BM25 over chunks re-ranked by the files and
+names the question mentions, by importance when the neighborhoods are known) and says
+which retrievers answered; each hit carries the lines to read first, its inbound degree
+and its neighborhood. ``context`` builds a token-budgeted pack for a question, a symbol
+or a file. Both are bounded by ``max_tokens`` / ``budget`` and carry freshness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from query.read_model import RepoView
+from query.retrieval import proximity_of, question_pack
+from query.retrieval_schemas import (
+    ChunkOut,
+    ContextOut,
+    RankingOut,
+    SearchHit,
+    SearchPage,
+    SeedNeighborhood,
+    SessionStart,
+)
+from query.search.adjacency import Adjacency
+from query.search.context_pack import ContextPack, file_context, render
+from query.search.context_pack import symbol_context as symbol_pack
+from query.search.ranking import MAX_QUESTION_CHARS, Proximity, RankWeights, question_read
+from query.service.base import ServiceBase
+from query.service.errors import InvalidArguments, NotFound
+from stores.freshness import Freshness
+from stores.records import ChunkRecord
+
+READ_LINES = 40  # the lines an agent should read first
+
+
+def read_range(chunk: ChunkRecord | None) -> str:
+    if chunk is None:
+        return "L1-40"
+    end = min(chunk.line_end, chunk.line_start + READ_LINES - 1)
+    return f"L{chunk.line_start}-{end}"
+
+
+def chunks_by_path(view: RepoView) -> dict[str, Sequence[ChunkRecord]]:
+    return {path: record.chunks for path, record in view.state.files.items() if record.chunks}
+
+
+def importance_of(view: RepoView) -> Mapping[str, float]:
+    snapshot = view.neighborhoods
+    return snapshot.importance() if snapshot else {}
+
+
+def membership_of(view: RepoView) -> Mapping[str, str]:
+    snapshot = view.neighborhoods
+    return snapshot.membership() if snapshot else {}
+
+
+def within_tokens(ranked: Sequence[SearchHit], max_tokens: int) -> list[SearchHit]:
+    """The leading hits whose JSON fits ``max_tokens`` (characters / 4); at least one."""
+    items: list[SearchHit] = []
+    used = 0
+    for item in ranked:
+        cost = len(item.model_dump_json()) // 4
+        if items and used + cost > max_tokens:
+            break
+        items.append(item)
+        used += cost
+    return items
+
+
+class RetrievalAnswers(ServiceBase):
+    def _adjacency(self, view: RepoView) -> Adjacency:
+        return self._cache.get(view, "adjacency", lambda: Adjacency.of(view.state))
+
+    def _chunks(self, view: RepoView) -> dict[str, Sequence[ChunkRecord]]:
+        return self._cache.get(view, "chunks", lambda: chunks_by_path(view))
+
+    def _weights(self, repo: str) -> RankWeights | None:
+        held = self.model.ranking_of(repo)
+        return held[1] if held is not None else None
+
+    def _proximity(self, view: RepoView, weights: RankWeights | None) -> Proximity | None:
+        """The graph around the named files, when the weights read it (not by default)."""
+        if weights is None or not weights.uses_proximity:
+            return None
+        return self._cache.get(
+            view, "proximity", lambda: proximity_of(self._adjacency(view), membership_of(view))
+        )
+
+    def _ranking(self, repo: str) -> RankingOut:
+        held = self.model.ranking_of(repo)
+        if held is None:
+            defaults = RankWeights().as_dict()
+            return RankingOut(
+                scope=None, source="defaults", weights=defaults, set_at=None, scores={}
+            )
+        profile, weights = held
+        return RankingOut(
+            scope=profile.scope,
+            source=profile.source,
+            weights=weights.as_dict(),
+            set_at=profile.set_at,
+            scores=profile.scores,
+        )
+
+    def _hits(
+        self, view: RepoView, q: str, limit: int, path_prefix: str | None, session: str | None
+    ) -> tuple[list[SearchHit], int]:
+        repo = view.state.repo
+        weights = self._weights(repo)
+        ranked = view.retrieval.search(
+            q,
+            limit=limit,
+            path_prefix=path_prefix,
+            importance=importance_of(view),
+            recent=self._sessions.boosts(repo, session) if session else None,
+            weights=weights,
+            proximity=self._proximity(view, weights),
+        )
+        snapshot = view.neighborhoods
+        standing = {f.path: f for f in snapshot.files} if snapshot else {}
+        labels = {n.id: n.label for n in snapshot.neighborhoods} if snapshot else {}
+        hits = []
+        for hit in ranked:
+            chunk = view.retrieval.chunks.get(hit.best_chunk) if hit.best_chunk else None
+            place = standing.get(hit.path)
+            hits.append(
+                SearchHit(
+                    path=hit.path,
+                    score=round(hit.score, 6),
+                    signals={k: round(v, 6) for k, v in sorted(hit.signals.items())},
+                    best_chunk=(
+                        ChunkOut.model_validate(chunk, from_attributes=True) if chunk else None
+                    ),
+                    read=read_range(chunk),
+                    inbound_degree=place.in_degree if place else None,
+                    neighborhood=place.neighborhood if place else None,
+                    neighborhood_label=labels.get(place.neighborhood) if place else None,
+                )
+            )
+        return hits, len(ranked)
+
+    def search(
+        self,
+        repo: str,
+        q: str,
+        limit: int = 10,
+        path_prefix: str | None = None,
+        max_tokens: int = 2000,
+        session: str | None = None,
+    ) -> SearchPage:
+        """Files ranked for a question, with the lines to read first."""
+        view = self.view(repo)
+        read = question_read(q)
+        ranked, total = self._hits(view, read, limit, path_prefix, session)
+        items = within_tokens(ranked, max_tokens)
+        if session:
+            self._sessions.touch(repo, session, [item.path for item in items[:3]])
+        return SearchPage(
+            repo=repo,
+            query=read,
+            question_chars=len(q),
+            question_truncated=len(read) < len(q),
+            retrievers=list(view.retrieval.retrievers),
+            ranking=self._ranking(repo),
+            total=total,
+            truncated=len(items) < total,
+            items=items,
+            freshness=self.model.freshness(repo),
+        )
+
+    def ranking(self, repo: str) -> RankingOut:
+        """The weights search ranks the repository's files with, and where they come from."""
+        self.view(repo)
+        return self._ranking(repo)
+
+    def session_start(
+        self,
+        repo: str,
+        q: str,
+        top: int = 3,
+        hits: int = 20,
+        matched: int = 5,
+        session: str | None = None,
+    ) -> SessionStart:
+        """The neighborhoods the first message of a session falls in, ranked by the
+        scores of the hits in them (one-file neighborhoods left out)."""
+        view = self.view(repo)
+        read = question_read(q)
+        found, _ = self._hits(view, read, hits, None, session)
+        snapshot = view.neighborhoods
+        records = {n.id: n for n in snapshot.neighborhoods} if snapshot else {}
+        grouped: dict[str, list[SearchHit]] = {}
+        for hit in found:
+            record = records.get(hit.neighborhood or "")
+            if record is not None and record.size > 1:
+                grouped.setdefault(record.id, []).append(hit)
+        ranked = sorted(grouped.items(), key=lambda item: (-sum(h.score for h in item[1]), item[0]))
+        chosen = [
+            SeedNeighborhood(
+                id=nid,
+                label=records[nid].label,
+                size=records[nid].size,
+                cohesion=records[nid].cohesion,
+                entry_points=list(records[nid].entry_points),
+                score=round(sum(h.score for h in members), 6),
+                matched=members[:matched],
+            )
+            for nid, members in ranked[:top]
+        ]
+        if session:
+            self._sessions.touch(repo, session, [m.path for n in chosen for m in n.matched[:1]])
+        return SessionStart(
+            repo=repo,
+            query=read,
+            question_chars=len(q),
+            question_truncated=len(read) < len(q),
+            retrievers=list(view.retrieval.retrievers),
+            total=len(ranked),
+            neighborhoods=chosen,
+            snapshot_stale=view.neighborhoods_stale if snapshot else None,
+            freshness=self.model.freshness(repo),
+        )
+
+    def context(
+        self,
+        repo: str,
+        q: str | None = None,
+        symbol: str | None = None,
+        path: str | None = None,
+        budget: int = 8000,
+        seeds: int = 3,
+        session: str | None = None,
+    ) -> ContextOut:
+        """A context pack for exactly one of a question, a symbol or a file, within
+        ``budget`` tokens: targets in full, related code as signatures."""
+        view = self.view(repo)
+        if sum(x is not None for x in (q, symbol, path)) != 1:
+            raise InvalidArguments("give exactly one of q, symbol, path")
+        adjacency, by_path = self._adjacency(view), self._chunks(view)
+        if path is not None:
+            if path.strip("/") not in view.state.files:
+                raise NotFound(f"no file {path!r} in repository {repo!r}")
+            pack = file_context(
+                view.state, by_path, path.strip("/"), budget=budget, adjacency=adjacency
+            )
+        elif symbol is not None:
+            pack = symbol_pack(view.state, by_path, symbol, budget=budget, adjacency=adjacency)
+        else:
+            assert q is not None
+            weights = self._weights(repo)
+            pack = question_pack(
+                view.state,
+                view.retrieval,
+                question_read(q),
+                by_path,
+                budget=budget,
+                seeds=seeds,
+                importance=importance_of(view),
+                recent=self._sessions.boosts(repo, session) if session else None,
+                adjacency=adjacency,
+                weights=weights,
+                proximity=self._proximity(view, weights),
+            )
+        if session:
+            self._sessions.touch(repo, session, [t.path for t in pack.targets if t.path])
+        truncated = None if q is None else len(q) > MAX_QUESTION_CHARS
+        return context_out(repo, pack, self.model.freshness(repo), question_truncated=truncated)
+
+
+def context_out(
+    repo: str, pack: ContextPack, freshness: Freshness, *, question_truncated: bool | None = None
+) -> ContextOut:
+    return ContextOut(
+        repo=repo,
+        question_truncated=question_truncated,
+        title=pack.title,
+        text=render(pack),
+        tokens=pack.tokens,
+        budget=pack.budget,
+        confidence=round(pack.confidence, 4),
+        targets=[t.key for t in pack.targets],
+        targets_total=pack.targets_total,
+        read_first=[
+            f"{r.path}:L{r.line_start}-{r.line_end} (inbound {r.inbound})" for r in pack.files
+        ],
+        reasoning=list(pack.reasoning),
+        freshness=freshness,
+    )

@@ -1,0 +1,163 @@
+"""The MCP tools mounted in the service: the `QueryService` called in process, answering
+what the HTTP GET answers, through the same compute gate."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from fastapi.routing import iter_route_contexts
+from pydantic_core import PydanticUndefined
+
+from query.api import create_api, gate_of
+from query.mcp_answers import InProcess, OverHttp, arguments_model
+from query.mcp_operations import TOOLS, Operation, operations
+from query.mcp_tools import call
+from query.read_model import ReadModel
+from query.service import QueryService
+from tests.unit.test_query_service import indexed
+from tests.unit.test_retrieval_api import indexed_model
+
+# Every tool at least once, answers and refusals (404, 409, 400, 422 of both kinds).
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("health", {}),
+    ("repositories", {}),
+    ("repositories", {"name": "app*", "status": "stale", "limit": 1}),
+    ("repositories", {"status": "bogus"}),
+    ("repository", {"repo": "app-1"}),
+    ("repository", {"repo": "nope"}),
+    ("freshness", {"repo": "app-1"}),
+    ("files", {"repo": "app-1", "glob": "*.py", "limit": "2"}),
+    ("files", {"repo": "app-1", "skipped": False, "prefix": None}),
+    ("file_detail", {"repo": "app-1", "path": "app/models.py", "limit": 1}),
+    ("file_detail", {"repo": "app-1", "path": "nope.py"}),
+    ("symbols", {"repo": "app-1", "path": "app/sessions.py", "kind": "method"}),
+    ("symbols", {"repo": "app-1"}),
+    ("search", {"repo": "app-1", "q": "resolve_redirects loops forever", "limit": 5}),
+    ("search", {"repo": "app-1", "q": "x", "limit": 1000}),
+    ("search", {"repo": "app-1", "q": ""}),
+    ("context", {"repo": "app-1", "symbol": "Session.send", "budget": 200}),
+    ("context", {"repo": "app-1", "q": "iter_content of a response"}),
+    ("context", {"repo": "app-1"}),
+    ("graph_search", {"repo": "app-1", "q": "Session"}),
+    ("graph_search", {"repo": "app-1", "q": "Session", "channels": "paths,bogus"}),
+    ("ranking", {"repo": "app-1"}),
+    ("session_start", {"repo": "app-1", "q": "send a request"}),
+    ("neighborhoods", {"repo": "app-1", "kind": "cluster"}),
+    ("neighborhood", {"repo": "app-1", "nid": "n-none"}),
+    ("neighborhood_of", {"repo": "app-1", "path": "app/models.py"}),
+    ("neighborhood_changes", {"repo": "app-1"}),
+    ("hubs", {"repo": "app-1", "only_flagged": True}),
+    ("hubs", {"repo": "lib-2"}),
+    ("importance", {"repo": "app-1", "offset": 1}),
+    ("folders", {"repo": "app-1", "level": 2}),
+    ("files_by_level", {"repo": "app-1"}),
+    ("overview", {"repo": "app-1", "limit": 3}),
+    ("churn", {"repo": "app-1"}),
+    ("churn_entry", {"repo": "app-1", "entry_id": "scan:c1"}),
+    ("churn_entry", {"repo": "app-1", "entry_id": "working-tree"}),
+    ("structural_diff", {"repo": "app-1", "base": "c1", "head": "c1"}),
+    ("dead_letters", {"limit": 5}),
+]
+
+
+def model() -> ReadModel:
+    """``app-1`` indexed and clustered, ``lib-2`` indexed only."""
+    found = indexed_model()
+    indexed("lib-2", {"lib/util.py": "def helper():\n    return 1\n"}, found, clustered=False)
+    return found
+
+
+@pytest.fixture
+async def over_http() -> AsyncIterator[tuple[OverHttp, InProcess, dict[str, Operation]]]:
+    api = create_api(model(), ready=lambda: True)
+    ops = operations(api.openapi())
+    transport = httpx.ASGITransport(app=api)
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        yield OverHttp(client), InProcess.of(api, ops), {op.tool: op for op in ops}
+
+
+async def test_every_tool_answers_in_process_what_its_get_answers(
+    over_http: tuple[OverHttp, InProcess, dict[str, Operation]],
+) -> None:
+    http, in_process, ops = over_http
+    assert {tool for tool, _ in CALLS} == set(TOOLS)
+    refused = []
+    for tool, arguments in CALLS:
+        expected = await call(http, ops[tool], arguments)
+        answered = await call(in_process, ops[tool], arguments)
+        assert answered.model_dump() == expected.model_dump(), (tool, arguments)
+        if answered.is_error:
+            refused.append(answered.content[0].text)  # type: ignore[union-attr]
+    assert refused == [
+        "status: Input should be 'fresh', 'stale' or 'updating' (HTTP 422)",
+        "unknown repository 'nope'; see /repositories (HTTP 404)",
+        "no file 'nope.py' in repository 'app-1' (HTTP 404)",
+        "path: Field required (HTTP 422)",
+        "limit: Input should be less than or equal to 100 (HTTP 422)",
+        "q: String should have at least 1 character (HTTP 422)",
+        "give exactly one of q, symbol, path (HTTP 422)",
+        "unknown channels ['bogus']; known: purpose, classes, functions, imports, keywords, "
+        "paths, glob (HTTP 422)",
+        "no neighborhood 'n-none' in 'app-1' (ids survive reclustering) (HTTP 404)",
+        "no neighborhoods for 'lib-2' yet: the first recluster is due (HTTP 409)",
+        "no churn entry 'working-tree' in 'app-1'; see /churn (HTTP 404)",
+        "base 'c1' is not before head 'c1' (HTTP 400)",
+    ]
+
+
+def test_each_tool_is_the_service_method_of_its_name_with_the_route_parameters() -> None:
+    api = create_api(ReadModel(), ready=lambda: True)
+    for op in operations(api.openapi()):
+        declared = arguments_model(op.tool, endpoint_of(api, op))
+        method = inspect.signature(getattr(QueryService, op.tool)).parameters
+        params = [name for name in method if name != "self"]
+        assert params == list(declared.model_fields), op.tool
+        for name in params:
+            default = method[name].default
+            route_default = declared.model_fields[name].default
+            if route_default is PydanticUndefined:
+                assert default is inspect.Parameter.empty, (op.tool, name)
+            else:
+                assert default == route_default, (op.tool, name)
+
+
+def endpoint_of(api: FastAPI, op: Operation) -> Any:
+    return next(
+        r.endpoint
+        for r in iter_route_contexts(api.routes)
+        if r.path_format == op.path and "GET" in (r.methods or ())
+    )
+
+
+async def test_tools_wait_for_the_slots_the_routes_wait_for_and_look_for_news_first() -> None:
+    looked: list[str] = []
+
+    async def before(repo: str) -> None:
+        looked.append(repo)
+
+    api = create_api(model(), ready=lambda: True, before_answer=before)
+    ops = {op.tool: op for op in operations(api.openapi())}
+    in_process = InProcess.of(api, list(ops.values()))
+    gate = gate_of(api)
+    transport = httpx.ASGITransport(app=api)
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        async with gate.admit(None), gate.admit(None):  # both slots taken
+            tool = asyncio.create_task(
+                call(in_process, ops["search"], {"repo": "app-1", "q": "session"})
+            )
+            route = asyncio.create_task(client.get("/repositories/lib-2/files"))
+            for _ in range(50):
+                await asyncio.sleep(0)
+            assert not tool.done() and not route.done()
+            assert looked == ["app-1", "lib-2"]  # before the wait for a slot
+            assert (await call(in_process, ops["health"], {})).is_error is False  # ungated
+            assert gate.inside == 2
+        assert (await tool).is_error is False
+        assert (await route).status_code == 200
+    assert (gate.inside, gate.most_inside, looked) == (0, 2, ["app-1", "lib-2"])
