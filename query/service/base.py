@@ -3,12 +3,14 @@ and the one way a repository is looked up."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from query.read_model import ReadModel, RepoView
+from query.search.adjacency import Adjacency
 from query.search.session_memory import SessionMemory
 from query.service.cache import StateCache
 from query.service.errors import NotFound
+from stores.neighborhoods import FileStanding
 
 
 class ServiceBase:
@@ -27,3 +29,30 @@ class ServiceBase:
         if view is None:
             raise NotFound(f"unknown repository {repo!r}; see /repositories")
         return view
+
+    def _adjacency(self, view: RepoView) -> Adjacency:
+        """The state's adjacency, built once per state version."""
+        return self._cache.get(view, "adjacency", lambda: Adjacency.of(view.state))
+
+    def _importance(self, view: RepoView) -> Mapping[str, float]:
+        """Each file's importance by path (empty before the first recluster), per version."""
+        snapshot = view.neighborhoods
+        return self._cache.get(
+            view, "importance", lambda: snapshot.importance() if snapshot else {}
+        )
+
+    def _standing(self, view: RepoView) -> Mapping[str, FileStanding]:
+        """Each file's standing in the neighborhoods by path, per version."""
+        snapshot = view.neighborhoods
+        return self._cache.get(
+            view, "standing", lambda: {f.path: f for f in snapshot.files} if snapshot else {}
+        )
+
+    def _labels(self, view: RepoView) -> Mapping[str, str]:
+        """Each neighborhood's label by id, per version."""
+        snapshot = view.neighborhoods
+        return self._cache.get(
+            view,
+            "labels",
+            lambda: {n.id: n.label for n in snapshot.neighborhoods} if snapshot else {},
+        )

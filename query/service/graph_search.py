@@ -9,7 +9,6 @@ from query.graph_search_schemas import ChannelOut, GraphHitOut, GraphSearchPage
 from query.search.graph_search import CHANNELS, Channel, ChannelPage, graph_search
 from query.service.base import ServiceBase
 from query.service.errors import InvalidArguments
-from query.service.retrieval import importance_of
 
 
 def parse_channels(text: str | None) -> list[Channel]:
@@ -51,7 +50,7 @@ class GraphSearchAnswers(ServiceBase):
             view.state.files.values(),
             q,
             parse_channels(channels),
-            importance=importance_of(view),
+            importance=self._importance(view),
             prefix=prefix.lstrip("/") if prefix else None,
             glob=glob or None,
             offset=offset,

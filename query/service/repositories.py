@@ -156,17 +156,12 @@ class RepositoryAnswers(ServiceBase):
         most ``limit`` long, beside its total)."""
         view = self.view(repo)
         record = file_record(view, path)
-        node = f"file:{record.path}"
         depends_on = sorted(
             e.dst.split(":", 1)[1]
             for e in view.state.owned_edges(record.path)
             if e.kind == "IMPORTS"
         )
-        imported_by = sorted(
-            key[0].split(":", 1)[1]
-            for key in view.state.edges
-            if key[1] == node and key[2] == "IMPORTS"
-        )
+        imported_by = self._adjacency(view).importing_paths(record.path)
         return FileDetail(
             repo=repo,
             path=record.path,

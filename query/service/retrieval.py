@@ -22,7 +22,6 @@ from query.retrieval_schemas import (
     SeedNeighborhood,
     SessionStart,
 )
-from query.search.adjacency import Adjacency
 from query.search.context_pack import ContextPack, file_context, render
 from query.search.context_pack import symbol_context as symbol_pack
 from query.search.ranking import MAX_QUESTION_CHARS, Proximity, RankWeights, question_read
@@ -45,11 +44,6 @@ def chunks_by_path(view: RepoView) -> dict[str, Sequence[ChunkRecord]]:
     return {path: record.chunks for path, record in view.state.files.items() if record.chunks}
 
 
-def importance_of(view: RepoView) -> Mapping[str, float]:
-    snapshot = view.neighborhoods
-    return snapshot.importance() if snapshot else {}
-
-
 def membership_of(view: RepoView) -> Mapping[str, str]:
     snapshot = view.neighborhoods
     return snapshot.membership() if snapshot else {}
@@ -69,9 +63,6 @@ def within_tokens(ranked: Sequence[SearchHit], max_tokens: int) -> list[SearchHi
 
 
 class RetrievalAnswers(ServiceBase):
-    def _adjacency(self, view: RepoView) -> Adjacency:
-        return self._cache.get(view, "adjacency", lambda: Adjacency.of(view.state))
-
     def _chunks(self, view: RepoView) -> dict[str, Sequence[ChunkRecord]]:
         return self._cache.get(view, "chunks", lambda: chunks_by_path(view))
 
@@ -112,14 +103,12 @@ class RetrievalAnswers(ServiceBase):
             q,
             limit=limit,
             path_prefix=path_prefix,
-            importance=importance_of(view),
+            importance=self._importance(view),
             recent=self._sessions.boosts(repo, session) if session else None,
             weights=weights,
             proximity=self._proximity(view, weights),
         )
-        snapshot = view.neighborhoods
-        standing = {f.path: f for f in snapshot.files} if snapshot else {}
-        labels = {n.id: n.label for n in snapshot.neighborhoods} if snapshot else {}
+        standing, labels = self._standing(view), self._labels(view)
         hits = []
         for hit in ranked:
             chunk = view.retrieval.chunks.get(hit.best_chunk) if hit.best_chunk else None
@@ -256,7 +245,7 @@ class RetrievalAnswers(ServiceBase):
                 by_path,
                 budget=budget,
                 seeds=seeds,
-                importance=importance_of(view),
+                importance=self._importance(view),
                 recent=self._sessions.boosts(repo, session) if session else None,
                 adjacency=adjacency,
                 weights=weights,
