@@ -11,9 +11,10 @@ queries take as long as before in total (the process has one core's worth of Pyt
 either way); what changes is who waits.
 
 Only the query routes are gated (``/repositories/...``, ``/dead-letters``); ``/health``,
-``/metrics``, the dashboard's page and event stream and ``/mcp`` are not (``/mcp``'s
-tools call the gated routes in process: gating both would hold a slot while waiting for
-another).
+``/metrics`` and the dashboard's page and event stream are not. ``/mcp`` is not gated as
+a route: its tools call the QueryService in process and take the same slots, after the
+same look, through `ComputeGate.admit` (gating the route too would hold a slot while
+waiting for another).
 """
 
 from __future__ import annotations
