@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import atexit
 import contextlib
+import functools
 import gc
 import os
 import signal
@@ -32,6 +33,7 @@ from deploy.runtime import (
     run_query,
     run_sources,
     run_worker,
+    state_files,
 )
 from deploy.settings import Settings
 from deploy.supervisor import GaveUpError
@@ -40,6 +42,7 @@ from deploy.up import announcement, inherited_socket, run_up
 from query.mcp_tools import serve_stdio
 from query.metrics import Peer, PeerCollector
 from query.read_model import ReadModel
+from stores.state_snapshot import SnapshotHeader
 
 log = structlog.get_logger("gazetteer")
 
@@ -192,12 +195,36 @@ async def _up(settings: Settings, roots: list[Path]) -> int:
     return 0
 
 
-def _indexed_commit(model: ReadModel) -> Callable[[str], str | None]:
+Remembered = Callable[[str], SnapshotHeader | None]
+"""A repository's state snapshot header as a session found it at start (read once: the
+worker writes newer ones only of what the session sends)."""
+
+
+def _indexed_commit(model: ReadModel, remembered: Remembered) -> Callable[[str], str | None]:
+    """The commit each repository was last indexed at: the state folded from the topics,
+    else the worker's state snapshot (issue 16: after `up` restarts on an empty embedded
+    broker, so that the session reconciles by git diff instead of scanning in full).
+    The snapshot is verified whole (checksums) but not decoded, which is the worker's
+    part; one that does not verify is rejected here and there alike: both start over."""
+
     def since(repo: str) -> str | None:
         view = model.repos.get(repo)
-        return view.state.indexed_commit if view is not None else None
+        if view is not None and view.state.seq > 0:
+            return view.state.indexed_commit
+        snapshot = remembered(repo)
+        return snapshot.indexed_commit if snapshot is not None else None
 
     return since
+
+
+def _known_epoch(model: ReadModel, remembered: Remembered) -> Callable[[str], int]:
+    """The largest lease epoch known: the read model's, or the snapshot's lease."""
+
+    def known(repo: str) -> int:
+        snapshot = remembered(repo)
+        return max(model.known_epoch(repo), snapshot.epoch if snapshot is not None else 0)
+
+    return known
 
 
 async def _watch(settings: Settings, roots: list[Path], parent_pid: int | None) -> None:
@@ -207,6 +234,7 @@ async def _watch(settings: Settings, roots: list[Path], parent_pid: int | None) 
         # Learn the last indexed commit of each repository from the materialized state,
         # so that a restart reconciles with a git diff instead of a full scan.
         model = ReadModel()
+        remembered: Remembered = functools.cache(state_files(settings).peek)
         ready = asyncio.Event()
 
         async def read_state() -> None:
@@ -232,8 +260,9 @@ async def _watch(settings: Settings, roots: list[Path], parent_pid: int | None) 
                     cluster,
                     roots,
                     stop,
-                    since=_indexed_commit(model),
-                    known_epoch=model.known_epoch,  # each session claims one more (issue 15)
+                    since=_indexed_commit(model, remembered),
+                    # each session claims one more (issue 15)
+                    known_epoch=_known_epoch(model, remembered),
                 )
             ],
         )

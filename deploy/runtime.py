@@ -48,12 +48,14 @@ from query.mcp_tools import mount_mcp
 from query.read_model import ReadModel
 from stores.delta_log import KafkaDeltaLog
 from stores.snapshot_log import KafkaSnapshotLog
+from stores.state_files import StateFiles, state_directory
 from stores.text.dense_fill import DenseFill
 from stores.vectors import VectorStore
 
 log = structlog.get_logger(__name__)
 
-TOPIC_CONFIG = {"retention.ms": "-1", "max.message.bytes": str(MAX_DELTA_BYTES)}
+TOPIC_CONFIG = {"max.message.bytes": str(MAX_DELTA_BYTES)}
+"""For every topic; each topic's retention and compaction are its spec's (producers/topics.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +97,12 @@ def _ensurer(settings: Settings, cluster: Cluster) -> Callable[[], Awaitable[obj
         broker_is_tansu=cluster.tansu,
         recreate_empty=True,
     )
+
+
+def state_files(settings: Settings) -> StateFiles:
+    """The deployment's state snapshots (issue 16): written by the worker, read by it and
+    by the query service and the producers' read model of this data dir."""
+    return StateFiles(state_directory(settings.data_dir, settings.namespace))
 
 
 def run_dir(settings: Settings, role: str) -> Path:
@@ -161,6 +169,7 @@ async def _worker_generation(
         delta_log=delta_log,
         snapshot_log=snapshot_log,
         dense_fill=fill,
+        state_files=state_files(settings),
     )
     await app.start()
     log.info("worker_started", app_id=settings.app_id)
@@ -174,10 +183,18 @@ async def _worker_generation(
     try:
         await asyncio.gather(*parts)
     finally:
+        keeper = app.gazetteer_state  # type: ignore[attr-defined]
+        if keeper is not None:
+            # A clean stop writes what changed since the last snapshots (issue 16): first
+            # at once, within the supervisor's grace whatever faust's stop takes, then
+            # once more after it for a batch that was finishing meanwhile.
+            await keeper.flush()
         try:  # with the broker gone, faust's stop can hang: the worker still stops
             await asyncio.wait_for(app.stop(), settings.session_timeout_s * 2)
         except TimeoutError:
             log.warning("worker_stop_timed_out", after_s=settings.session_timeout_s * 2)
+        if keeper is not None:
+            await keeper.flush()
         shutil.rmtree(datadir, ignore_errors=True)
         log.info("worker_stopped")
 
@@ -218,6 +235,7 @@ async def run_query(
         cluster.end_offsets,
         topics=settings.topics,
         ready=ready,
+        state_files=state_files(settings),
     )
     hosts = host_rule(settings.host, settings.allowed_host_names)
     api = create_api(

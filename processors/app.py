@@ -8,24 +8,34 @@ malformed message becomes a dead letter with its reason instead of a crashed age
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import faust
 import structlog
+from aiokafka.partitioner import DefaultPartitioner
 
 from processors.embedding_stream import EmbeddingStream, PrioritizingSink
+from processors.indexer import RepoIndex
 from processors.neighborhood_stream import NeighborhoodStream, SnapshotSink
 from processors.neighborhoods.recluster import ReclusterSettings
 from processors.neighborhoods.reclusterer import Debounce, Reclusterer
 from processors.pipeline import DeltaObserver, DeltaObservers, IndexingPipeline, Message
+from processors.state_keeper import (
+    CheckedDeltaLog,
+    NeighborhoodsWithState,
+    SnapshotIndexes,
+    StateKeeper,
+)
 from producers.metrics import produced
 from producers.topics import Topics
 from stores.dead_letters import DeadLetter
 from stores.deltas import GraphDelta, encode_parts
 from stores.heap import HeapSettler
 from stores.neighborhoods import NeighborhoodSnapshot, encode_snapshot
+from stores.repo_state import RepoState
+from stores.state_files import StateFiles
 from stores.text.dense_fill import DenseFill
 
 log = structlog.get_logger(__name__)
@@ -53,6 +63,7 @@ class WorkerConfig:
     recluster: ReclusterSettings = ReclusterSettings()  # noqa: RUF009 (frozen)
     debounce: Debounce = Debounce()  # noqa: RUF009 (frozen)
     recluster_tick_s: float = 0.1
+    state_tick_s: float = 0.5
 
 
 class FaustDeltaSink:
@@ -105,7 +116,9 @@ def create_app(
 ) -> faust.App:
     """A worker app. ``pipeline`` defaults to one built from ``deps['delta_log']``, with
     a NeighborhoodStream over ``deps['snapshot_log']`` following its deltas, and, given
-    ``deps['dense_fill']`` (GAZETTEER_EMBED_IN=worker), an EmbeddingStream filling it."""
+    ``deps['dense_fill']`` (GAZETTEER_EMBED_IN=worker), an EmbeddingStream filling it,
+    and, given ``deps['state_files']``, state snapshots (issue 16): a repository's index
+    starts from its snapshot, and a `StateKeeper` writes them as repositories go quiet."""
     app = faust.App(
         config.app_id,
         broker=f"kafka://{config.bootstrap}",
@@ -128,16 +141,37 @@ def create_app(
     fill: DenseFill | None = deps.get("dense_fill")
     embedding = None if fill is None else EmbeddingStream(fill, latest=reclusterer.snapshots.get)
     snapshots: SnapshotSink = sink if embedding is None else PrioritizingSink(sink, embedding)
-    neighborhoods = NeighborhoodStream(reclusterer, deps["snapshot_log"], snapshots)
+    files: StateFiles | None = deps.get("state_files") if pipeline is None else None
+    where = partitioner(config.partitions)
+    restoring = None if files is None else SnapshotIndexes(files)
+    snapshot_log = deps["snapshot_log"]
+    if restoring is not None:
+        snapshot_log = NeighborhoodsWithState(snapshot_log, restoring, where, sink.publish_snapshot)
+    neighborhoods = NeighborhoodStream(reclusterer, snapshot_log, snapshots)
+    keeper: StateKeeper | None = None
     if pipeline is None:
         # The neighborhoods restore first: the embedding stream reads their snapshots;
         # the heap is settled last, once all of them hold what the delta brought.
         followers: list[DeltaObserver] = [neighborhoods]
         if embedding is not None:
             followers.append(embedding)
+        if files is not None:
+            keeper = StateKeeper(files, lambda repo: state_of(repo), reclusterer.snapshots.get)
+            followers.append(keeper)
         followers.append(HeapSettler())
         observer = DeltaObservers(*followers)
-        pipeline = IndexingPipeline(deps["delta_log"], sink, observer=observer)
+        delta_log = deps["delta_log"]
+        if restoring is not None:
+            delta_log = CheckedDeltaLog(delta_log, restoring)
+        pipeline = IndexingPipeline(
+            delta_log, sink, observer=observer, new_index=restoring or RepoIndex
+        )
+    indexing = pipeline
+
+    def state_of(repo: str) -> RepoState | None:
+        index = indexing.index(where(repo), repo)
+        return index.state if index is not None else None
+
     file_events = app.topic(
         config.topics.file_events,
         key_type=bytes,
@@ -174,6 +208,15 @@ def create_app(
         except Exception:  # last resort: the stream classifies; the timer must go on
             log.exception("recluster_tick_failed")
 
+    @app.timer(config.state_tick_s, name="gazetteer.state-snapshots")
+    async def snapshot_due() -> None:
+        if keeper is None:
+            return
+        try:
+            await keeper.tick()
+        except Exception:  # a full disk, or a bug: the log still holds the state; go on
+            log.exception("state_snapshot_failed")
+
     @app.on_partitions_revoked.connect  # type: ignore[arg-type]
     async def forget_revoked(app: faust.App, revoked: set[Any], **_: Any) -> None:
         pipeline.revoke({tp.partition for tp in revoked if tp.topic == config.topics.file_events})
@@ -181,4 +224,13 @@ def create_app(
     app.gazetteer_pipeline = pipeline  # type: ignore[attr-defined]
     app.gazetteer_neighborhoods = neighborhoods  # type: ignore[attr-defined]
     app.gazetteer_embedding = embedding  # type: ignore[attr-defined]
+    app.gazetteer_state = keeper  # type: ignore[attr-defined]
     return app
+
+
+def partitioner(partitions: int) -> Callable[[str], int]:
+    """The partition the producers put a repository's events on (Kafka's default
+    partitioner over its id, as producers.kafka_sink.by_repository)."""
+    every = list(range(partitions))
+    default = DefaultPartitioner()
+    return lambda repo: int(default(repo.encode(), every, every))

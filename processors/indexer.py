@@ -34,6 +34,7 @@ from producers.signing import verify
 from stores.deltas import CommitRecord, GraphDelta, LeaseRecord, SourceMark
 from stores.records import EdgeRecord, FileRecord, NodeRecord
 from stores.repo_state import RepoState
+from stores.state_snapshot import StateSnapshot, base_delta, restore_state
 
 Parser = Callable[[str, bytes], ParseResult]
 EdgeKey = tuple[str, str, str]
@@ -97,6 +98,18 @@ class RepoIndex:
         index = cls(repo, parse)
         for delta in deltas:
             index.apply(delta)
+        return index
+
+    @classmethod
+    def from_snapshot(cls, snapshot: StateSnapshot, parse: Parser | None = None) -> RepoIndex:
+        """An index standing at the snapshot's delta (issue 16): its state, and the graph's
+        indexes absorbing that state whole, as they absorb a restore's deltas one by one
+        (files and folders; answers are resolved again at the next change)."""
+        index = cls(snapshot.repo, parse)
+        whole = base_delta(snapshot)
+        index.graph.count_externals(index.state, whole)
+        index.graph.absorb(whole)
+        index.state = restore_state(snapshot)
         return index
 
     def position(self, event: EventBase) -> Position:

@@ -260,6 +260,10 @@ class IndexingPipeline:
         index = indexes.get(repo)
         if index is None:
             index = indexes[repo] = self._new_index(repo)
+            if index.state.seq and self._observer is not None:
+                # Issue 16: restored from a state snapshot, not from this log (an embedded
+                # broker restarted empty): its followers take it over as after a restore.
+                await self._observer.restored(partition, [index.state])
         return index
 
     async def _restore(self, partition: int) -> None:

@@ -11,6 +11,7 @@ to the end offsets it saw at start. After a broker reset (`reset`, issue 15) the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import time
 
@@ -23,13 +24,16 @@ from pydantic import ValidationError
 from producers.events import decode_source_status
 from producers.topics import DEFAULT_TOPICS, Topics
 from query.read_model import ReadModel
+from query.state_restore import empty_view, load_snapshot
 from stores.dead_letters import decode_dead_letter
 from stores.delta_log import EndOffsets
-from stores.deltas import DeltaAssembler, decode_delta
+from stores.deltas import DeltaAssembler, GraphDelta, decode_delta
 from stores.heap import SETTLE_AFTER_CHANGES, settle
 from stores.metrics import CONSUMER_LAG, consumed
 from stores.neighborhoods import decode_snapshot
 from stores.ranking import decode_profile
+from stores.state_files import StateFiles
+from stores.state_snapshot import StateSnapshot
 
 log = structlog.get_logger(__name__)
 
@@ -54,8 +58,17 @@ class Materializer:
         *,
         topics: Topics = DEFAULT_TOPICS,
         ready: asyncio.Event | None = None,
+        state_files: StateFiles | None = None,
     ) -> None:
         self.model = model
+        # Issue 16: the worker's state snapshots, when this replica shares its data dir
+        # (``gazetteer up``); a replica elsewhere reads the topics from their start.
+        self._state_files = state_files
+        self._loading: dict[str, asyncio.Future[StateSnapshot | None]] = {}
+        # Loaded before any delta of theirs was read: the first one says if the log
+        # continues the snapshot (repo -> the delta it covers); set aside: the log decides.
+        self._unconfirmed: dict[str, int] = {}
+        self._set_aside: set[str] = set()
         self._topics = topics
         self._bootstrap = bootstrap
         self._end_offsets = end_offsets
@@ -145,6 +158,8 @@ class Materializer:
                 # a second, well within what it needs to say `fresh` (CAUGHT_UP_WITHIN_S).
                 batches = await consumer.getmany(timeout_ms=100, max_records=2000)
                 for tp, messages in batches.items():
+                    if tp.topic == self._topics.graph_deltas:
+                        await self._preload({m.key for m in messages if m.key})
                     for message in messages:
                         self._apply(tp.topic, message.key, message.value)
                     consumed(tp.topic, len(messages))
@@ -162,6 +177,78 @@ class Materializer:
             self._consumer = None
             await consumer.stop()
 
+    def _prefetch(self, repo: str) -> None:
+        """Start decoding the snapshot of a repository this replica holds nothing of, off
+        the loop: a producer's status comes before the worker's deltas, so the decoding
+        overlaps the worker's own restore."""
+        files = self._state_files
+        if files is None or repo in self._loading:
+            return
+        view = self.model.repos.get(repo)
+        if view is None or view.state.seq == 0:
+            loading = asyncio.ensure_future(asyncio.to_thread(files.load, repo))
+            loading.add_done_callback(functools.partial(self._decoded, repo))
+            self._loading[repo] = loading
+
+    def _decoded(self, repo: str, loading: asyncio.Future[StateSnapshot | None]) -> None:
+        """A prefetched snapshot, decoded: loaded at once (on the loop) while the
+        repository is still held empty, so that it is served before the worker's first
+        delta arrives (a restarted worker takes longer to start than this)."""
+        if self._loading.get(repo) is not loading or loading.cancelled():
+            return  # a reset since: the next run looks again
+        if repo in self._set_aside:
+            return
+        if (error := loading.exception()) is not None:
+            log.error("state_snapshot_load_failed", repo=repo, error=repr(error))
+            return
+        snapshot = loading.result()
+        held = self.model.repos.get(repo)
+        if snapshot is not None and (held is None or held.state.seq == 0):
+            if load_snapshot(self.model, snapshot):
+                self._unconfirmed[repo] = snapshot.seq
+
+    async def _preload(self, keys: set[bytes]) -> None:
+        """Before the graph deltas of repositories this replica holds nothing of: their
+        snapshots, loaded (once per repository and run) when ahead of what is held."""
+        for key in sorted(keys):
+            repo = key.decode(errors="replace")
+            self._prefetch(repo)
+            loading = self._loading.get(repo)
+            if loading is None:
+                continue
+            with contextlib.suppress(Exception):  # logged by `_decoded`
+                await asyncio.shield(loading)
+            if not loading.cancelled() and loading.exception() is None:
+                self._decoded(repo, loading)  # a no-op once loaded: only an empty view is
+
+    def _confirm(self, first: GraphDelta) -> None:
+        """The first delta read of a repository loaded from its snapshot: one after the
+        snapshot's continues it (the worker restored the same file); one the snapshot
+        covers means the log holds that range itself (a durable broker, or topics of
+        another history): the snapshot is set aside and the log alone decides."""
+        covered = self._unconfirmed.pop(first.repo)
+        if first.seq <= covered:
+            empty_view(self.model, first.repo)
+            self._set_aside.add(first.repo)
+            log.info(
+                "state_snapshot_set_aside", repo=first.repo, seq=covered, first_delta=first.seq
+            )
+
+    def _ahead(self, delta: GraphDelta) -> None:
+        """A delta past the next one of its repository: the log begins after what this
+        replica holds (an embedded broker restarted empty; the worker continued from its
+        state snapshot). The snapshot on disk that covers the delta before it, if any,
+        is loaded first (issue 16); without one, the read model reports the gap.
+
+        Loaded when a repository's deltas arrive rather than all at start: only the
+        repositories this deployment's producers claim are held (the snapshots of other
+        ``up`` runs on the same data dir stay on disk)."""
+        if self._state_files is None or delta.repo in self._set_aside:
+            return
+        snapshot = self._state_files.load(delta.repo)
+        if snapshot is not None and snapshot.seq >= delta.seq - 1:
+            load_snapshot(self.model, snapshot)
+
     def reset(self, reason: str) -> None:
         """The topics were lost (a broker that came back empty): forget what was read.
 
@@ -173,6 +260,8 @@ class Materializer:
         self.model.reset(reason)
         self._targets = {}
         self._parts = DeltaAssembler()
+        self._loading = {}  # the next run looks at the snapshots again
+        self._unconfirmed, self._set_aside = {}, set()
         self._unsettled, self._settle_due = 0, False
         self.messages = 0
         self.lag = {}
@@ -234,13 +323,22 @@ class Materializer:
         try:
             if topic == self._topics.graph_deltas:
                 whole = self._parts.add(decode_delta(value))
+                if whole is not None and whole.repo in self._unconfirmed:
+                    self._confirm(whole)
+                held = None if whole is None else self.model.repos.get(whole.repo)
+                if whole is not None and held is not None and whole.seq <= held.state.seq:
+                    whole = None  # covered by the state snapshot it was loaded from
+                elif whole is not None and whole.seq > (held.state.seq if held else 0) + 1:
+                    self._ahead(whole)
                 if whole is not None:
                     self.model.apply_delta(whole)
                     self._unsettled += whole.changes
                     if whole.barrier == "scan_completed" and self.ready.is_set():
                         self._settle_due = self._unsettled >= SETTLE_AFTER_CHANGES
             elif topic == self._topics.sources:
-                self.model.apply_status(decode_source_status(value))
+                status = decode_source_status(value)
+                self.model.apply_status(status)
+                self._prefetch(status.repo)
             elif topic == self._topics.neighborhoods:
                 self.model.apply_snapshot(decode_snapshot(value))
             elif topic == self._topics.ranking:

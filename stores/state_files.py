@@ -1,0 +1,164 @@
+"""State snapshots on local disk: one file per repository, replaced atomically (issue 16).
+
+``GAZETTEER_DATA_DIR/state/<namespace>/<repo>.snap``, written as a temporary file in the
+same directory, fsynced, renamed over the old one and the directory fsynced: a reader
+sees the old snapshot or the new one, never half of one, even across a power cut. What
+cannot be trusted (damaged, truncated, another format version: `state_snapshot`'s
+`SnapshotRejected`) is logged ``state_snapshot_rejected`` with its reason and treated as
+missing, so the caller folds the log or scans in full; it never serves a wrong answer.
+
+The header is read first (`read_header`), so choosing one partition's snapshots decodes
+only those.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import structlog
+
+from stores.state_snapshot import (
+    SnapshotHeader,
+    SnapshotRejected,
+    StateSnapshot,
+    decode,
+    encode,
+    peek,
+    read_header,
+)
+
+log = structlog.get_logger(__name__)
+
+SUFFIX = ".snap"
+_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
+_HEADER_BYTES = 4096
+
+
+class StateFiles:
+    """The snapshots of one deployment (topic namespace) under a directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def path_of(self, repo: str) -> Path:
+        if not _SAFE.match(repo):
+            raise ValueError(f"repository id {repo!r} is not a safe file name")
+        return self.directory / f"{repo}{SUFFIX}"
+
+    def write(self, snapshot: StateSnapshot) -> int:
+        """Replace the repository's snapshot atomically; returns the bytes written."""
+        return self.write_bytes(snapshot.repo, encode(snapshot))
+
+    def write_bytes(self, repo: str, raw: bytes) -> int:
+        """`write` of bytes encoded already (the worker encodes on its loop, writes in a
+        thread)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        final = self.path_of(repo)
+        temp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+        with open(temp, "wb") as out:
+            out.write(raw)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, final)
+        directory = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+        return len(raw)
+
+    def load(self, repo: str) -> StateSnapshot | None:
+        """The repository's snapshot, or None: none written, or rejected (logged)."""
+        path = self.path_of(repo)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            log.info("state_snapshot_missing", repo=repo, path=str(path))
+            return None
+        return self._decoded(path, raw, repo)
+
+    def peek(self, repo: str) -> SnapshotHeader | None:
+        """The header of the repository's snapshot, the file verified whole (length and
+        checksums) but its body not decoded; None: none written, or rejected (logged)."""
+        path = self.path_of(repo)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            log.info("state_snapshot_missing", repo=repo, path=str(path))
+            return None
+        try:
+            header = peek(raw)
+            if header.repo != repo:
+                raise SnapshotRejected("invalid", f"the file holds {header.repo!r}")
+        except SnapshotRejected as rejected:
+            self._rejected(path, repo, rejected)
+            return None
+        return header
+
+    def load_where(self, wanted: Callable[[str], bool]) -> list[StateSnapshot]:
+        """The snapshots of the repositories ``wanted`` accepts (by id), in id order."""
+        found = []
+        for path in self._files():
+            repo = path.name.removesuffix(SUFFIX)
+            if not wanted(repo):
+                continue
+            try:
+                raw = path.read_bytes()
+            except OSError as exc:
+                log.warning(
+                    "state_snapshot_rejected", repo=repo, reason="unreadable", error=str(exc)
+                )
+                continue
+            snapshot = self._decoded(path, raw, repo)
+            if snapshot is not None:
+                found.append(snapshot)
+        return found
+
+    def repos(self) -> list[str]:
+        """The repositories that have a snapshot file (verified or not), in id order."""
+        return [p.name.removesuffix(SUFFIX) for p in self._files()]
+
+    def _files(self) -> Iterator[Path]:
+        if not self.directory.is_dir():
+            return iter(())
+        return iter(sorted(self.directory.glob(f"*{SUFFIX}")))
+
+    def _decoded(self, path: Path, raw: bytes, repo: str) -> StateSnapshot | None:
+        started = time.perf_counter()
+        try:
+            header = read_header(raw[:_HEADER_BYTES])
+            if header.repo != repo:
+                raise SnapshotRejected("invalid", f"the file holds {header.repo!r}")
+            snapshot = decode(raw)
+        except SnapshotRejected as rejected:
+            self._rejected(path, repo, rejected)
+            return None
+        log.info(
+            "state_snapshot_loaded",
+            repo=repo,
+            seq=snapshot.seq,
+            files=len(snapshot.files),
+            bytes=len(raw),
+            seconds=round(time.perf_counter() - started, 3),
+        )
+        return snapshot
+
+    @staticmethod
+    def _rejected(path: Path, repo: str, rejected: SnapshotRejected) -> None:
+        log.warning(
+            "state_snapshot_rejected",
+            repo=repo,
+            path=str(path),
+            reason=rejected.reason,
+            detail=rejected.detail,
+        )
+
+
+def state_directory(data_dir: Path, namespace: str) -> Path:
+    """Where a deployment's snapshots live: one directory per topic namespace, so that two
+    deployments on one data dir (tests, benchmarks) never read each other's."""
+    return data_dir / "state" / namespace

@@ -1,0 +1,100 @@
+"""Records rebuilt from JSON that this code wrote, without validating them again.
+
+A state snapshot of django holds ~200,000 records (symbols, references, chunks, nodes,
+edges); pydantic's ``model_validate_json`` took 4-15 s for its 44 MB on this shared
+2-core machine, ``json.loads`` plus `stores.records.trusted` construction a fraction of
+that (tests/bench/up_restart.py). Trusting is sound only for bytes whose integrity and
+provenance are checked first: the snapshot's checksum, and a fingerprint of the
+contract's JSON schema (`schema_fingerprint`), so that bytes written by a build with
+other records are refused, never misread. The result equals the validated one
+(tests/unit/test_state_snapshot.py pins it).
+
+Supported field types: records, ``tuple[X, ...]``, fixed tuples, ``X | None``, and
+str, int, float, bool and Literal values; a field of any other type (a union of
+records) is validated by pydantic, which stays exact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import types
+from collections.abc import Callable
+from functools import cache
+from typing import Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, TypeAdapter
+
+from stores.records import Record, trusted
+
+Convert = Callable[[Any], Any]
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def converter(annotation: Any) -> Convert:
+    """How to turn a JSON value of a field of type ``annotation`` into the field's value."""
+    return _converter(annotation)
+
+
+@cache
+def _converter(annotation: Any) -> Convert:
+    origin, args = get_origin(annotation), get_args(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, Record):
+        return _record(annotation)
+    if annotation in (str, int, bool) or origin is Literal:
+        return _same
+    if annotation is float:
+        return float
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            item = _converter(args[0])
+            if item is _same:
+                return tuple
+            return lambda values: tuple([item(v) for v in values])
+        items = tuple(_converter(a) for a in args)
+        return lambda values: tuple(c(v) for c, v in zip(items, values, strict=True))
+    if origin in (Union, types.UnionType):
+        present = [a for a in args if a is not type(None)]
+        if len(present) == 1:
+            inner = _converter(present[0])
+            if inner is _same:
+                return _same
+            return lambda value: None if value is None else inner(value)
+    adapter: TypeAdapter[Any] = TypeAdapter(annotation)
+    return adapter.validate_python
+
+
+def _record(cls: type[Record]) -> Convert:
+    fields = [
+        (name, _converter(_hashable(info.annotation))) for name, info in cls.model_fields.items()
+    ]
+    count = len(fields)
+
+    def build(value: dict[str, Any]) -> Record:
+        if len(value) != count:
+            raise ValueError(f"{cls.__name__}: {len(value)} fields, the contract has {count}")
+        return trusted(cls, {name: convert(value[name]) for name, convert in fields})
+
+    return build
+
+
+def load(cls: type[Record], raw: bytes | str) -> Any:
+    """``cls`` from its ``model_dump_json``, trusted (see the module); KeyError, TypeError
+    or ValueError when the JSON is not of this contract."""
+    return _converter(cls)(json.loads(raw))
+
+
+@cache
+def schema_fingerprint(cls: type[BaseModel]) -> str:
+    """A digest of the contract's JSON schema: any change of a field, a type or a nested
+    record changes it."""
+    schema = json.dumps(cls.model_json_schema(), sort_keys=True).encode()
+    return hashlib.sha256(schema).hexdigest()[:16]
+
+
+def _hashable(annotation: Any) -> Any:
+    """A field's annotation as the converters' cache key (None: the field is untyped)."""
+    return Any if annotation is None else annotation

@@ -1,0 +1,120 @@
+"""The read side from a state snapshot (issue 16): a repository loaded from one and fed
+the deltas after it answers from what folding the whole log gives; the materializer
+loads the snapshot when the log begins past what it holds, and skips what it covers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from producers.topics import DEFAULT_TOPICS
+from query.materializer import Materializer
+from query.read_model import ReadModel, RepoView
+from query.state_restore import load_snapshot
+from stores.deltas import encode_delta
+from stores.state_files import StateFiles
+from stores.state_snapshot import canonical, capture
+from tests.factories import neighborhood_snapshot, source_status
+from tests.unit.test_state_snapshot import fold, history, reader_fold
+
+
+def seen(view: RepoView) -> tuple[object, ...]:
+    """What a query of the view reads: the state, reference counts, the file graph (but
+    when it last changed) and the retrieval indexes."""
+    graph = view.file_graph
+    assert graph is not None
+    retrieval = view.retrieval
+    return (
+        canonical(view.state),
+        dict(sorted(view.references.items())),
+        (graph.seq, graph.files, graph.edges, graph.scanning, graph.indexed_commit),
+        sorted(retrieval.chunks),
+        {k: sorted(v) for k, v in sorted(retrieval.definers.items())},
+        sorted(retrieval.sources),
+    )
+
+
+def test_a_view_loaded_at_any_cut_then_fed_the_rest_reads_as_the_whole_fold() -> None:
+    _, deltas = fold(history(11, edits=20))
+    whole = ReadModel(clock=lambda: 50.0)
+    for delta in deltas:
+        whole.apply_delta(delta)
+    expected = seen(whole.repos["app-1"])
+    for cut in range(1, len(deltas) + 1):
+        model = ReadModel(clock=lambda: 50.0)
+        assert load_snapshot(model, capture(reader_fold(deltas[:cut])))
+        for delta in deltas[cut:]:
+            assert model.apply_delta(delta)
+        assert seen(model.repos["app-1"]) == expected, f"loaded at delta {cut}"
+
+
+def test_loading_keeps_what_the_read_side_knows_of_producers_and_the_neighborhoods() -> None:
+    _, deltas = fold(history(12, edits=3))
+    state = reader_fold(deltas)
+    model = ReadModel(clock=lambda: 50.0)
+    status = source_status(3, repo="app-1")
+    model.apply_status(status)
+    hoods = neighborhood_snapshot("app-1", 4, state.seq, {"n1": ("a.py", "b.py")})
+    assert load_snapshot(model, capture(state, hoods))
+    view = model.repos["app-1"]
+    assert view.status == status and view.neighborhoods == hoods
+    assert not view.neighborhoods_stale
+    assert not load_snapshot(model, capture(state))  # not ahead of what is held
+
+
+def test_the_materializer_loads_the_snapshot_when_the_log_begins_past_it(tmp_path: Path) -> None:
+    _, deltas = fold(history(13, edits=10))
+    cut = len(deltas) - 4
+    files = StateFiles(tmp_path)
+    files.write(capture(reader_fold(deltas[:cut])))
+    model = ReadModel(clock=lambda: 50.0)
+    feeder = Materializer(model, "127.0.0.1:1", end_offsets=None, state_files=files)  # type: ignore[arg-type]
+    for delta in deltas[cut:]:  # an embedded broker restarted empty: the rest only
+        feeder._apply(DEFAULT_TOPICS.graph_deltas, b"app-1", encode_delta(delta))
+    assert canonical(model.repos["app-1"].state) == canonical(reader_fold(deltas))
+    # Deltas the snapshot covers, read again (a durable log from its start): no-ops.
+    for delta in deltas:
+        feeder._apply(DEFAULT_TOPICS.graph_deltas, b"app-1", encode_delta(delta))
+    assert canonical(model.repos["app-1"].state) == canonical(reader_fold(deltas))
+
+
+def test_without_a_snapshot_a_log_past_the_state_is_a_gap_that_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    _, deltas = fold(history(13, edits=3))
+    model = ReadModel(clock=lambda: 50.0)
+    feeder = Materializer(
+        model,
+        "127.0.0.1:1",
+        end_offsets=None,  # type: ignore[arg-type]
+        state_files=StateFiles(tmp_path),
+    )
+    feeder._apply(DEFAULT_TOPICS.graph_deltas, b"app-1", encode_delta(deltas[3]))
+    assert model.repos["app-1"].state.seq == 0 and model.deltas_applied == 0
+
+
+async def test_a_snapshot_loaded_early_is_set_aside_when_the_log_holds_its_range(
+    tmp_path: Path,
+) -> None:
+    _, mine = fold(history(31, edits=8))
+    files = StateFiles(tmp_path)
+    files.write(capture(reader_fold(mine[:10])))
+    # Continued: the log begins after the snapshot (an embedded broker restarted empty).
+    model = ReadModel(clock=lambda: 50.0)
+    feeder = Materializer(model, "127.0.0.1:1", end_offsets=None, state_files=files)  # type: ignore[arg-type]
+    await feeder._preload({b"app-1"})
+    assert model.repos["app-1"].state.seq == 10
+    for delta in mine[10:]:
+        feeder._apply(DEFAULT_TOPICS.graph_deltas, b"app-1", encode_delta(delta))
+    assert canonical(model.repos["app-1"].state) == canonical(reader_fold(mine))
+    # Another history from delta 1 (a durable log of a worker that started over): the log.
+    _, theirs = fold(history(32, edits=8), clock=0.5)
+    model = ReadModel(clock=lambda: 50.0)
+    feeder = Materializer(model, "127.0.0.1:1", end_offsets=None, state_files=files)  # type: ignore[arg-type]
+    model.apply_status(source_status(1, repo="app-1"))
+    await feeder._preload({b"app-1"})
+    assert model.repos["app-1"].state.seq == 10
+    for delta in theirs:
+        feeder._apply(DEFAULT_TOPICS.graph_deltas, b"app-1", encode_delta(delta))
+    view = model.repos["app-1"]
+    assert canonical(view.state) == canonical(reader_fold(theirs))
+    assert view.status is not None and view.status.last_seq == 1
