@@ -132,10 +132,17 @@ def partition_read_side(model: ReadModel, repo: str) -> Partition:
     part.add("state: by-owner indexes", [state.edges_by_owner, state.nodes_by_owner])
     part.add("state: files dict, rest", [state])
     part.add("file graph", [view.file_graph])
-    bm25 = retrieval.sparse.bm25
-    part.add("sparse: postings", [bm25._postings])
-    part.add("sparse: doc lengths + terms", [bm25._lengths, bm25._terms])
-    part.add("sparse: chunk ids by path", [retrieval.sparse._chunks_of, retrieval.sparse._path_of])
+    sparse = retrieval.sparse
+    bm25 = sparse.bm25
+    part.add(
+        "sparse: postings (base arrays + live)", [bm25._indptr, bm25._slots, bm25._tfs, bm25._live]
+    )
+    part.add("sparse: terms", [bm25._term_of, bm25._names])
+    part.add(
+        "sparse: documents (slots, arrays)",
+        [bm25._slot_of, bm25._ids, bm25._lengths, bm25._groups, bm25._alive, bm25._widths],
+    )
+    part.add("sparse: chunk ids by path", [sparse._chunks_of, sparse._file_of, sparse._paths])
     part.add("retrieval: chunks dict", [retrieval.chunks])
     part.add("retrieval: definers, sources, files", [retrieval.definers, retrieval.sources])
     part.add("retrieval: per-file hashes/names/ids", [retrieval._files])
@@ -249,12 +256,13 @@ def read_side(
     if dense != "none":
         steps.run("dense vectors, every chunk", lambda: _fill_dense(model, repo, dense))
     chunks = view.retrieval.chunks.values()
+    bm25 = view.retrieval.sparse.bm25
     result = {
         "files": len(state.files),
         "chunks": len(view.retrieval.chunks),
         "chunk_text_bytes": sum(len(c.text.encode()) for c in chunks),
-        "postings": sum(len(p) for p in view.retrieval.sparse.bm25._postings.values()),
-        "terms": len(view.retrieval.sparse.bm25._postings),
+        "postings": len(bm25._slots) + bm25._live_postings - bm25._dead_postings,
+        "terms": len(bm25.vocabulary()),
         "nodes": len(state.nodes),
         "edges": len(state.edges),
         "steps": [vars(s) for s in steps.rows],

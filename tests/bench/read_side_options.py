@@ -9,13 +9,14 @@ Python objects; for SQLite and tantivy, whose memory is their own C/Rust heap an
 page cache, the RSS of a fresh process that opens the index and answers the queries),
 its build time, and the latency of what the read side asks of it. The questions are
 function docstrings (first line, > 30 characters, seeded, as `query_latency.py` makes
-them); every BM25 option is compared with the current `SparseIndex` on the same
+them); every BM25 option is compared with the dict `SparseIndex` on the same
 questions: the top-10 files of ``rank_files``, and the top-10 of the whole ranking
 (`query.search.ranking.rank`) with that option as its BM25 stage.
 
 Options:
 
-- ``bm25``: the current `SparseIndex` (dicts of dicts) against `CompactBM25`: the same
+- ``bm25``: the former `SparseIndex` (dicts of dicts, `tests/sparse_oracle.py`) against
+  today's (numpy postings, incremental) and `CompactBM25`: the same
   Okapi BM25 over the same code-aware tokens, postings as numpy arrays (CSR: term id ->
   doc ids, term frequencies), documents numbered in id order so ties break alike.
 - ``fts5``: SQLite FTS5 (stdlib ``sqlite3``), the tokens ours (indexed pre-tokenized,
@@ -67,6 +68,7 @@ from stores.records import ChunkRecord, ImportRecord, SymbolRecord
 from stores.repo_state import RepoState
 from stores.text.chunk_text import embed_text
 from stores.text.tokens import tokenize
+from tests import sparse_oracle
 from tests.bench import harness
 from tests.bench.harness import progress
 from tests.bench.package_tree import build_index, package_tree
@@ -138,7 +140,7 @@ def overlap(a: Sequence[str], b: Sequence[str], k: int = 10) -> float:
 
 
 def compare(
-    name: str, engine: Any, baseline: SparseIndex, asked: list[str], state: RepoState
+    name: str, engine: Any, baseline: Any, asked: list[str], state: RepoState
 ) -> dict[str, Any]:
     """Latency of ``rank_files`` (the pool the ranking asks for), overlap with the
     baseline's top 10, and the top 10 of the whole ranking over each."""
@@ -213,11 +215,12 @@ def dir_mb(where: Path) -> float:
 def bench_bm25(docs: Docs, state: RepoState, asked: list[str], only: set[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
 
-    def current() -> SparseIndex:
-        index = SparseIndex()
-        by_path: dict[str, list[ChunkRecord]] = {}
-        for chunk in docs.chunks:
-            by_path.setdefault(chunk.path, []).append(chunk)
+    by_path: dict[str, list[ChunkRecord]] = {}
+    for chunk in docs.chunks:
+        by_path.setdefault(chunk.path, []).append(chunk)
+
+    def current() -> sparse_oracle.SparseIndex:
+        index = sparse_oracle.SparseIndex()
         for path, chunks in by_path.items():
             index.add_file(path, chunks)
         return index
@@ -228,8 +231,23 @@ def bench_bm25(docs: Docs, state: RepoState, asked: list[str], only: set[str]) -
         started = time.perf_counter()
         baseline.rank_files(question, POOL)
         times.append((time.perf_counter() - started) * 1000)
-    out["current SparseIndex"] = {"memory_mb": mb, "build_s": seconds, **latency(times)}
-    progress(f"current: {mb:.0f} MB, p95 {percentile(times, 0.95):.1f} ms")
+    out["dict SparseIndex (oracle)"] = {"memory_mb": mb, "build_s": seconds, **latency(times)}
+    progress(f"dicts: {mb:.0f} MB, p95 {percentile(times, 0.95):.1f} ms")
+
+    def numpy_index() -> SparseIndex:
+        index = SparseIndex()
+        for path, chunks in by_path.items():
+            index.add_file(path, chunks)
+        return index
+
+    if "bm25" in only:
+        ours, mb, seconds = traced(numpy_index)
+        out["SparseIndex (numpy, incremental)"] = {
+            "memory_mb": mb,
+            "build_s": seconds,
+            **compare("numpy", ours, baseline, asked, state),
+        }
+        del ours
     if "bm25" in only:
         compact, mb, seconds = traced(lambda: CompactBM25(docs))
         out["compact numpy BM25"] = {

@@ -1,0 +1,298 @@
+"""Okapi BM25 over documents given as tokens, postings in numpy arrays (issue 16 §3).
+
+Scoring (Lucene's variant, its IDF never negative), for a query with term counts qtf:
+``score(d) = sum_t qtf(t) * idf(t) * tf(t,d) * (k1 + 1) / (tf(t,d) + k1 * (1 - b + b *
+len(d) / avglen))`` with ``idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))``.
+
+Layout. A document is a *slot* (an int32): its length, its group (a file, for
+`SparseIndex`) and whether it is alive live in arrays indexed by slot. Postings are in
+two segments: the *base*, CSR by term id (``indptr``, slots int32, tf uint16), and the
+*live* segment, term -> a growable `array.array` of (slot, tf) pairs, where every
+document added since the last compaction goes (a new term gets its id when it moves
+to the base). Removing a document only marks its slot dead (a
+tombstone). A compaction folds the live segment into the base and drops the dead
+postings, once dead + live postings pass ``compact_fraction`` of the base (and
+``compact_min``): every posting is then moved a bounded number of times per change, so
+its cost is amortized (measured in `tests/bench/sparse_incremental.py`). Dead slots
+and the ids of vanished terms are reused after a compaction, never before (no posting
+then names them).
+
+Exactness. N and the total length are Python ints kept under add and remove; df(t)
+is counted at query time as the alive postings of t (the scorer gathers their
+aliveness anyway), so statistics equal a fresh build's whatever the history. The
+scorer adds terms in sorted order, one numpy expression per term evaluating exactly
+the float64 operations of the dict implementation, in its order (``weight * tf / (tf
++ base + per_token * len)``: elementwise IEEE operations, no reduction), and every
+document holds a term's posting once (its accumulator starts at 0.0, and 0.0 + x is
+x, as the dict's ``get(doc, 0.0) + x``); so each document's score is the same sum, bit
+for bit, as the former dicts of dicts computed (`tests/sparse_oracle.py`,
+`tests/unit/test_retrieval_sparse_arrays.py`).
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import Counter
+from collections.abc import Iterable
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["BM25"]
+
+Slots = npt.NDArray[np.int32]
+Scores = npt.NDArray[np.float64]
+
+_TF16 = np.iinfo(np.uint16).max
+
+
+def _grown(values: np.ndarray, size: int) -> np.ndarray:
+    """``values`` with room for ``size`` entries (capacity grown by half, amortized)."""
+    if size <= len(values):
+        return values
+    bigger = np.zeros(max(size, len(values) * 3 // 2, 16), dtype=values.dtype)
+    bigger[: len(values)] = values
+    return bigger
+
+
+class BM25:
+    """Okapi BM25 over documents keyed by id; adds and removes exact.
+
+    ``compact_fraction``, ``compact_min``: when the postings of the live segment plus
+    the dead ones exceed ``max(compact_min, compact_fraction * base postings)``, the
+    index compacts (tests make both tiny to compact at every step).
+    """
+
+    def __init__(
+        self,
+        *,
+        k1: float = 1.2,
+        b: float = 0.75,
+        compact_fraction: float = 0.25,
+        compact_min: int = 8192,
+    ) -> None:
+        self.k1, self.b = k1, b
+        self.compact_fraction, self.compact_min = compact_fraction, compact_min
+        # documents, by slot
+        self._slot_of: dict[str, int] = {}
+        self._ids: list[str | None] = []  # None: dead or free
+        self._lengths = np.zeros(0, dtype=np.int32)
+        self._groups = np.zeros(0, dtype=np.int32)
+        self._alive = np.zeros(0, dtype=np.bool_)
+        self._widths = np.zeros(0, dtype=np.int32)  # distinct terms: its postings
+        self._dead: list[int] = []  # slots removed since the last compaction
+        self._free: list[int] = []  # slots no posting names, to reuse
+        self._count = 0
+        self._total_length = 0
+        # terms, by id
+        self._term_of: dict[str, int] = {}
+        self._names: list[str | None] = []  # None: a free id
+        self._free_terms: list[int] = []
+        # base segment (CSR over term ids below len(indptr) - 1) and live segment
+        self._indptr = np.zeros(1, dtype=np.int64)
+        self._slots: Slots = np.zeros(0, dtype=np.int32)
+        self._tfs: np.ndarray = np.zeros(0, dtype=np.uint16)
+        # live: term -> (slot, tf) pairs, flat: keyed by the term itself, so that an
+        # add costs a lookup and an extend per term (term ids come at compaction)
+        self._live: dict[str, array[int]] = {}
+        self._live_postings = 0
+        self._dead_postings = 0
+        self.compactions = 0  # how many so far (benchmarks, metrics)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._slot_of
+
+    @property
+    def average_length(self) -> float:
+        return self._total_length / self._count if self._count else 0.0
+
+    def document_frequency(self, term: str) -> int:
+        return sum(len(slots) for slots, _ in self._postings(term))
+
+    def vocabulary(self) -> frozenset[str]:
+        """The terms some indexed document holds."""
+        indptr, alive, names = self._indptr, self._alive, self._names
+        terms = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+        held = np.bincount(terms[alive[self._slots]], minlength=len(names))
+        base = {names[t] for t in np.flatnonzero(held).tolist()}
+        live = {
+            term
+            for term, pairs in self._live.items()
+            if alive[np.frombuffer(pairs, dtype=np.int32)[::2]].any()
+        }
+        return frozenset(base | live)  # type: ignore[arg-type]
+
+    def idf(self, term: str) -> float:
+        df = self.document_frequency(term)
+        return math.log(1 + (self._count - df + 0.5) / (df + 0.5))
+
+    def add(self, doc_id: str, tokens: Iterable[str], group: int = 0) -> None:
+        """Index a document; one already indexed under ``doc_id`` is replaced.
+        ``group``: an int the document carries (`SparseIndex`: its file)."""
+        self.remove(doc_id)
+        counts = Counter(tokens)
+        length = sum(counts.values())
+        slot = self._new_slot()
+        self._slot_of[doc_id] = slot
+        self._ids[slot] = doc_id
+        self._lengths[slot], self._groups[slot] = length, group
+        self._alive[slot], self._widths[slot] = True, len(counts)
+        live, get = self._live, self._live.get
+        for term, tf in counts.items():
+            pairs = get(term)
+            if pairs is None:
+                pairs = live[term] = array("i")
+            pairs.extend((slot, tf))
+        self._live_postings += len(counts)
+        self._count += 1
+        self._total_length += length
+        self._maybe_compact()
+
+    def remove(self, doc_id: str) -> bool:
+        """Forget a document (a tombstone until the next compaction); False when it
+        was not indexed."""
+        slot = self._slot_of.pop(doc_id, None)
+        if slot is None:
+            return False
+        self._ids[slot] = None
+        self._alive[slot] = False
+        self._dead.append(slot)
+        self._dead_postings += int(self._widths[slot])
+        self._count -= 1
+        self._total_length -= int(self._lengths[slot])
+        self._maybe_compact()
+        return True
+
+    def scores(self, tokens: Iterable[str]) -> dict[str, float]:
+        """The score of every document holding at least one of the query's terms."""
+        slots, scores = self.hits(tokens)
+        ids = self._ids
+        return {ids[s]: v for s, v in zip(slots.tolist(), scores.tolist(), strict=True)}  # type: ignore[misc]
+
+    def hits(self, tokens: Iterable[str]) -> tuple[Slots, Scores]:
+        """The slots holding at least one of the query's terms (ascending) and their
+        scores: `scores` as arrays, for the callers that rank in numpy."""
+        if not self._count or not self._total_length:
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float64)
+        k1, n = self.k1, self._count
+        # k1 * (1 - b + b * len / avglen) = base + per_token * len
+        base, per_token = k1 * (1 - self.b), k1 * self.b / self.average_length
+        size = len(self._ids)
+        acc = np.zeros(size, dtype=np.float64)
+        hit = np.zeros(size, dtype=np.bool_)
+        lengths = self._lengths
+        for term, qtf in sorted(Counter(tokens).items()):
+            parts = self._postings(term)
+            df = sum(len(slots) for slots, _ in parts)
+            if not df:
+                continue
+            weight = qtf * math.log(1 + (n - df + 0.5) / (df + 0.5)) * (k1 + 1)
+            for slots, counts in parts:
+                tf = counts.astype(np.float64)
+                acc[slots] += weight * tf / (tf + base + per_token * lengths[slots])
+                hit[slots] = True
+        found = np.flatnonzero(hit).astype(np.int32)
+        return found, acc[found]
+
+    def ids(self, slots: Iterable[int]) -> list[str]:
+        """The ids of alive slots (as `hits` gives them)."""
+        ids = self._ids
+        return [ids[s] for s in slots]  # type: ignore[misc]
+
+    def groups(self, slots: Slots) -> Slots:
+        return self._groups[slots]
+
+    def group_of(self, doc_id: str) -> int:
+        return int(self._groups[self._slot_of[doc_id]])
+
+    def _postings(self, term: str) -> list[tuple[Slots, np.ndarray]]:
+        """The term's alive postings, (slots, tfs) per segment holding some."""
+        parts: list[tuple[Slots, np.ndarray]] = []
+        t = self._term_of.get(term)
+        if t is not None:
+            start, end = int(self._indptr[t]), int(self._indptr[t + 1])
+            if end > start:
+                parts.append((self._slots[start:end], self._tfs[start:end]))
+        live = self._live.get(term)
+        if live is not None:
+            pairs = np.frombuffer(live, dtype=np.int32).copy()  # the buffer let go
+            parts.append((pairs[::2], pairs[1::2]))
+        if self._dead_postings:
+            alive = self._alive
+            parts = [(s[keep], f[keep]) for s, f in parts if (keep := alive[s]).any()]
+        return parts
+
+    def _new_slot(self) -> int:
+        if self._free:
+            return self._free.pop()
+        slot = len(self._ids)
+        self._ids.append(None)
+        size = slot + 1
+        self._lengths = _grown(self._lengths, size)
+        self._groups = _grown(self._groups, size)
+        self._alive = _grown(self._alive, size)
+        self._widths = _grown(self._widths, size)
+        return slot
+
+    def _new_term(self, term: str) -> int:
+        if self._free_terms:
+            t = self._free_terms.pop()
+            self._names[t] = term
+        else:
+            t = len(self._names)
+            self._names.append(term)
+        self._term_of[term] = t
+        return t
+
+    def _maybe_compact(self) -> None:
+        pending = self._live_postings + self._dead_postings
+        if pending > max(self.compact_min, self.compact_fraction * len(self._slots)):
+            self.compact()
+
+    def compact(self) -> None:
+        """Fold the live segment into the base, drop dead postings; dead slots and
+        terms left without postings become free for reuse."""
+        indptr = self._indptr
+        flat, live_terms, sizes = array("i"), [], []
+        term_of = self._term_of
+        for term, pairs in self._live.items():
+            t = term_of.get(term)
+            live_terms.append(self._new_term(term) if t is None else t)
+            sizes.append(len(pairs) // 2)
+            flat.extend(pairs)
+        moved = np.frombuffer(flat, dtype=np.int32).reshape(-1, 2)
+        term_all = np.concatenate(
+            (
+                np.repeat(np.arange(len(indptr) - 1, dtype=np.int32), np.diff(indptr)),
+                np.repeat(np.array(live_terms, dtype=np.int32), sizes),
+            )
+        )
+        slot_all = np.concatenate((self._slots, moved[:, 0]))
+        tf_all = np.concatenate((self._tfs.astype(np.int32), moved[:, 1]))
+        del moved  # lets go of the buffer
+        keep = self._alive[slot_all]
+        term_all, slot_all, tf_all = term_all[keep], slot_all[keep], tf_all[keep]
+        # The base is sorted by term already and the live part is appended: timsort
+        # (numpy's stable sort for int32) merges the runs.
+        order = np.argsort(term_all, kind="stable")
+        counts = np.bincount(term_all, minlength=len(self._names))
+        self._indptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        self._slots = slot_all[order]
+        wide = len(tf_all) and int(tf_all.max()) > _TF16
+        self._tfs = tf_all[order].astype(np.uint32 if wide else np.uint16)
+        self._live = {}
+        self._live_postings = self._dead_postings = 0
+        self.compactions += 1
+        self._free.extend(self._dead)
+        self._dead = []
+        names = self._names
+        for t in np.flatnonzero(counts == 0).tolist():
+            name = names[t]
+            if name is not None:
+                del self._term_of[name]
+                names[t] = None
+                self._free_terms.append(t)
