@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from deploy.eval_localize import run as run_localize
+from deploy.eval_peer import PEERS
 from deploy.eval_tune import run as run_tune
 
 
@@ -26,6 +27,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     localize.add_argument("--limit", type=int, help="only the first N instances")
     localize.add_argument(
         "--embedder", help="add the dense signal: default, hash:256, onnx:..., st:..., openai:..."
+    )
+    localize.add_argument(
+        "--peer",
+        choices=PEERS,
+        default="bm25",
+        help="the same-run peer: whole-file BM25 over code-aware tokens (*.peer-bm25.jsonl)",
     )
     tune = tasks.add_parser(
         "tune", help="fit the ranking weights on the candidates `eval localize` wrote"
@@ -47,7 +54,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"gazetteer eval localize: no directory {args.repos}", file=sys.stderr)
         return 2
     try:
-        done = run_localize(args.dataset, args.repos, args.out, args.limit, args.embedder)
+        done = run_localize(
+            args.dataset, args.repos, args.out, args.limit, args.embedder, args.peer
+        )
     except ValueError as exc:
         print(f"gazetteer eval localize: {exc}", file=sys.stderr)
         return 2

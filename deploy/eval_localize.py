@@ -16,6 +16,10 @@ file is the share of instances whose gold files are all in the pack (packs show
 fewer than 10 files). Every candidate file of each question, with its signals before
 weighing, goes to ``*.signals.jsonl``: `gazetteer eval tune` fits the ranking weights
 on them.
+The same-run peer (`eval_peer`, ``--peer bm25``, the default) is a whole-file BM25
+over code-aware tokens, the field's published baseline (``*.peer-bm25.jsonl``).
+Each instance's index is built and dropped inside one call and the memory handed back
+before the next (`eval_memory`): a run of 118 checkouts holds one index at a time.
 The fix of an issue lands in source, not in tests: files that look like tests are left
 out of every ranking (the same rule for Gazetteer and the baselines).
 """
@@ -25,12 +29,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
 
+from deploy.eval_memory import release, resident_mb
+from deploy.eval_peer import WholeFilePeer, peer_of
 from processors.indexer import RepoIndex
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
 from producers.events import FileChanged
@@ -45,7 +51,7 @@ from query.search.sparse import FileBM25
 from stores.projections.graph_state import FileGraphState
 from stores.projections.ids import is_test_path
 from stores.repo_state import RepoState
-from stores.text.embedders import embedder_from_spec
+from stores.text.embedders import Embedder, embedder_from_spec
 from stores.text.embedding_cache import SqliteEmbeddingCache
 from stores.vectors import InMemoryVectorStore
 
@@ -89,6 +95,7 @@ class Indexed:
     whole_files: FileBM25
     seconds: float
     proximity: Proximity
+    peer: WholeFilePeer | None = None
 
     def search(self, question: str, limit: int) -> list[RankedFile]:
         """As the service ranks, every signal computed (the weights tune them all)."""
@@ -97,8 +104,11 @@ class Indexed:
         )
 
 
-async def index_folder(root: Path, repo: str, dense: DenseIndex | None = None) -> Indexed:
-    """The repository at ``root`` through the service's own pipeline, in process."""
+async def index_folder(
+    root: Path, repo: str, dense: DenseIndex | None = None, peer: WholeFilePeer | None = None
+) -> Indexed:
+    """The repository at ``root`` through the service's own pipeline, in process; the
+    ``peer`` (when given) is fed the same files the scan read."""
     started = time.perf_counter()
     sink = InMemorySink()
     source = Source(repo, str(root), sink)
@@ -111,12 +121,15 @@ async def index_folder(root: Path, repo: str, dense: DenseIndex | None = None) -
         if delta is not None:
             retrieval.apply(delta)
         if isinstance(event, FileChanged) and event.content is not None and not event.skipped:
-            whole.add(event.path, event.content.decode("utf-8", errors="replace"))
+            text = event.content.decode("utf-8", errors="replace")
+            whole.add(event.path, text)
+            if peer is not None:
+                peer.add(event.path, text)
     snapshot = recluster(FileGraphState.of(index.state), None, ReclusterSettings(), now=0.0)
     importance = snapshot.importance()
     near = proximity_of(Adjacency.of(index.state), snapshot.membership())
     seconds = time.perf_counter() - started
-    return Indexed(index.state, retrieval, importance, whole, seconds, near)
+    return Indexed(index.state, retrieval, importance, whole, seconds, near, peer)
 
 
 def pack_of(indexed: Indexed, question: str) -> ContextPack:
@@ -137,6 +150,21 @@ def _source_only(paths: Iterable[str]) -> list[str]:
     return [p for p in paths if not is_test_path(p)][:RANKED]
 
 
+@dataclass(frozen=True, slots=True)
+class Options:
+    """How each instance is ranked: the embedder's model and cache (or None), how many
+    candidates it embeds, the peer's name (`eval_peer.PEERS`)."""
+
+    model: Embedder | None = None
+    cache: SqliteEmbeddingCache | None = None
+    candidates: int = 15
+    peer: str = "bm25"
+
+
+Witness = Callable[[Indexed], None]
+"""Called with each instance's index once built (tests hold weak references with it)."""
+
+
 async def localize(
     dataset: Path,
     repos: Path,
@@ -145,13 +173,20 @@ async def localize(
     limit: int | None = None,
     embedder: str | None = None,
     candidates: int = 15,
+    peer: str = "bm25",
+    witness: Witness | None = None,
 ) -> int:
-    """Write predictions (and the two baselines beside them); returns instances done.
+    """Write predictions (and the baselines and the peer beside them); returns instances
+    done.
 
     With ``embedder``, the chunks of each question's ``candidates`` best files (by the
     ranking without vectors) are embedded and the question is ranked again with the
     dense signal fused in (the service embeds whole repositories in the background;
-    two cores cannot embed a checkout per instance)."""
+    two cores cannot embed a checkout per instance). ``peer``: ``bm25`` writes the
+    whole-file BM25 peer's ranking to ``*.peer-bm25.jsonl``, ``none`` skips it.
+    Each instance's index is built and dropped inside `_localize_one`, and the memory
+    handed back before the next (`eval_memory`): the run's memory stays flat."""
+    peer_of(peer)  # an unknown name fails before any work
     out.parent.mkdir(parents=True, exist_ok=True)
     files = {
         "gazetteer": out,
@@ -160,10 +195,13 @@ async def localize(
         "pack": out.with_suffix(".pack.jsonl"),
         "signals": out.with_suffix(".signals.jsonl"),
     }
+    if peer != "none":
+        files[f"peer-{peer}"] = out.with_suffix(f".peer-{peer}.jsonl")
     handles = {name: path.open("w") for name, path in files.items()}
     # Checkouts of one repository share most chunks: the cache makes later ones cheap.
     model = embedder_from_spec(embedder) if embedder else None
     cache = SqliteEmbeddingCache(out.parent / "embeddings") if embedder else None
+    options = Options(model, cache, candidates, peer)
     done = 0
     try:
         for instance in read_instances(dataset):
@@ -175,51 +213,71 @@ async def localize(
                     "instance_repository_missing", instance=instance.instance_id, folder=str(folder)
                 )
                 continue
-            repo = instance.repo.replace("/", "-")
-            dense = (
-                DenseIndex(model, InMemoryVectorStore(), cache)
-                if model is not None and cache is not None
-                else None
-            )
-            indexed = await index_folder(folder, repo, dense)
-            question = instance.problem_statement
-            pool = RANKED * 3
-            if dense is not None:
-                first = indexed.search(question, limit=candidates)
-                dense.fill_paths(repo, [r.path for r in first])
-            # Every candidate with its signals: `gazetteer eval tune` re-weighs them.
-            every = [
-                r for r in indexed.search(question, ALL_CANDIDATES) if not is_test_path(r.path)
-            ]
-            signals = {
-                "instance_id": instance.instance_id,
-                "repo": instance.repo,
-                "candidates": [[r.path, r.signals] for r in every],
-            }
-            handles["signals"].write(json.dumps(signals) + "\n")
-            rankings = {
-                "gazetteer": [r.path for r in every[:pool]],
-                "bm25-files": [p for p, _ in indexed.whole_files.search(question, limit=pool)],
-                "bm25-chunks": [
-                    p for p, _, _ in indexed.retrieval.sparse.rank_files(question, pool)
-                ],
-                "pack": [r.path for r in pack_of(indexed, question).files],
-            }
-            for name, ranked in rankings.items():
-                line = {"instance_id": instance.instance_id, "ranked_files": _source_only(ranked)}
+            before = resident_mb()
+            lines = await _localize_one(instance, folder, options, witness)
+            for name, line in lines.items():
                 handles[name].write(json.dumps(line) + "\n")
             done += 1
+            after = release()  # the index is gone: hand its memory back before the next
             log.info(
-                "instance_localized",
+                "instance_released",
                 instance=instance.instance_id,
-                files=len(indexed.retrieval.sparse.paths()),
-                index_s=round(indexed.seconds, 2),
-                top=rankings["gazetteer"][:3],
+                rss_before_mb=before,
+                rss_after_mb=after,
             )
     finally:
         for handle in handles.values():
             handle.close()
     return done
+
+
+async def _localize_one(
+    instance: Instance, folder: Path, options: Options, witness: Witness | None
+) -> dict[str, dict[str, object]]:
+    """Index one checkout, rank its issue every way; the lines to write, by file. The
+    index lives only inside this call."""
+    repo = instance.repo.replace("/", "-")
+    dense = (
+        DenseIndex(options.model, InMemoryVectorStore(), options.cache)
+        if options.model is not None and options.cache is not None
+        else None
+    )
+    indexed = await index_folder(folder, repo, dense, peer_of(options.peer))
+    if witness is not None:
+        witness(indexed)
+    question = instance.problem_statement
+    pool = RANKED * 3
+    if dense is not None:
+        first = indexed.search(question, limit=options.candidates)
+        dense.fill_paths(repo, [r.path for r in first])
+    # Every candidate with its signals: `gazetteer eval tune` re-weighs them.
+    every = [r for r in indexed.search(question, ALL_CANDIDATES) if not is_test_path(r.path)]
+    lines: dict[str, dict[str, object]] = {
+        "signals": {
+            "instance_id": instance.instance_id,
+            "repo": instance.repo,
+            "candidates": [[r.path, r.signals] for r in every],
+        }
+    }
+    rankings = {
+        "gazetteer": [r.path for r in every[:pool]],
+        "bm25-files": [p for p, _ in indexed.whole_files.search(question, limit=pool)],
+        "bm25-chunks": [p for p, _, _ in indexed.retrieval.sparse.rank_files(question, pool)],
+        "pack": [r.path for r in pack_of(indexed, question).files],
+    }
+    if indexed.peer is not None:
+        rankings[f"peer-{indexed.peer.name}"] = indexed.peer.rank(question, pool)
+    for name, ranked in rankings.items():
+        lines[name] = {"instance_id": instance.instance_id, "ranked_files": _source_only(ranked)}
+    log.info(
+        "instance_localized",
+        instance=instance.instance_id,
+        files=len(indexed.retrieval.sparse.paths()),
+        index_s=round(indexed.seconds, 2),
+        top=rankings["gazetteer"][:3],
+        rss_mb=resident_mb(),
+    )
+    return lines
 
 
 def run(
@@ -228,5 +286,6 @@ def run(
     out: Path,
     limit: int | None = None,
     embedder: str | None = None,
+    peer: str = "bm25",
 ) -> int:
-    return asyncio.run(localize(dataset, repos, out, limit=limit, embedder=embedder))
+    return asyncio.run(localize(dataset, repos, out, limit=limit, embedder=embedder, peer=peer))
