@@ -18,6 +18,7 @@ from producers.events import SourceStatus
 from query.churn.ledger import ChurnLedger
 from query.dense import DenseIndex
 from query.retrieval import RepoRetrieval
+from query.search.adjacency import Adjacency
 from query.search.ranking import RankWeights
 from stores.dead_letters import DeadLetter
 from stores.deltas import GraphDelta
@@ -79,6 +80,29 @@ class RepoView:
     changes: deque[StampedChange] = field(default_factory=lambda: deque(maxlen=RECENT_CHANGES))
     churn: ChurnLedger = field(default_factory=ChurnLedger)
     references: dict[str, int] = field(default_factory=dict)  # path -> references found
+    # The graph indexed for walking: built on the first answer that needs it, then kept
+    # up to date by `ReadModel.apply_delta` (issue 15). See `adjacency`.
+    _adjacency: Adjacency | None = field(default=None, repr=False, compare=False)
+
+    def adjacency(self) -> Adjacency:
+        """The state's adjacency as it stands. Built once (django: 47-80 ms), then each
+        delta folded into it as the state applies it, so an answer after an edit pays for
+        the edit, not a rebuild; rebuilt only if the state was replaced (a snapshot)."""
+        held = self._adjacency
+        if held is None or not held.follows(self.state):
+            held = self._adjacency = Adjacency.of(self.state)
+        return held
+
+    def adjacency_to_fold(self, delta: GraphDelta) -> Adjacency | None:
+        """The adjacency ``delta`` is to be folded into, if one is kept. It is dropped
+        (the next answer builds it again) when the state was replaced under it, or when
+        the delta changes so much of the graph that a rebuild costs less (a scan's)."""
+        held = self._adjacency
+        if held is not None and not (
+            held.follows(self.state) and held.worth_folding(delta, len(self.state.edges))
+        ):
+            held = self._adjacency = None
+        return held
 
     @property
     def owner(self) -> Owner | None:
@@ -201,7 +225,11 @@ class ReadModel:
             return False
         delta = _without_references(delta, view.references)
         prior = view.churn.before(view.state, view.file_graph, delta)
+        adjacency = view.adjacency_to_fold(delta)
+        before = adjacency.before(delta) if adjacency is not None else None
         applied = view.state.apply(delta)
+        if applied and adjacency is not None and before is not None:
+            adjacency.apply(delta, before)
         if applied and view.file_graph is not None:
             view.file_graph.apply(delta)
         if applied:

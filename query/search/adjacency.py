@@ -1,9 +1,10 @@
-"""The graph of one repository state, indexed for walking; built once per state version.
+"""The graph of one repository state, indexed for walking; kept up to date delta by delta.
 
 RepoState keeps edges by key and by owning file, but a walk needs every node's edges in
-both directions. `Adjacency.of(state)` builds that once (the query service caches it per
-state version) and answers the questions retrieval asks of a node: its callers, callees,
-imports, importers, tests, symbols and siblings, and how connected it is.
+both directions. `Adjacency.of(state)` builds that once, the read model folds each delta
+into it after (`Adjacency.apply`, adjacency_fold.py), and it answers the questions
+retrieval asks of a node: its callers, callees, imports, importers, tests, symbols and
+siblings, and how connected it is.
 
 Connections. A node's degree is the number of distinct nodes linked with it by a
 dependency edge (IMPORTS, CALLS, USES, REFERENCES, EXTENDS, IMPLEMENTS, TESTS) in either
@@ -21,12 +22,13 @@ applied to every node with a connection).
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from stores.projections.hubs import HUB_FLOOR, HUB_PERCENTILE, hub_threshold
+from query.search.adjacency_fold import Before, fold_edges, fold_names, threshold_of
+from stores.deltas import GraphDelta
+from stores.projections.hubs import HUB_FLOOR, HUB_PERCENTILE
 from stores.projections.ids import file_id, path_of
 from stores.records import EdgeRecord, NodeRecord
 from stores.repo_state import RepoState
@@ -37,6 +39,15 @@ DEPENDENCY_KINDS = frozenset(
 )
 FILE_DEPENDENCY_KINDS = frozenset({"IMPORTS", "REFERENCES"})
 """File-to-file dependencies (the file graph's arcs, neighborhoods/file_graph.py)."""
+
+CACHE_LIMIT = 16_384
+"""Per-node orders kept at most (each cache): past it they are dropped and sorted again
+when asked, so a long-lived adjacency holds no more than a version's worth of queries."""
+
+FOLD_COST = 4
+FOLD_FLOOR = 20_000
+"""A delta changing more than a quarter of the edges (and over 5,000) is not folded:
+the adjacency is dropped and built again when next asked for (a scan, a branch switch)."""
 
 CONFIDENCE_RANK = {"import": 0, "structural": 0, "same_file": 1, "same_folder": 2, "name_match": 3}
 
@@ -65,26 +76,60 @@ def edge_order(edge: EdgeRecord, other: str) -> tuple[int, float, str, str]:
     return (CONFIDENCE_RANK.get(edge.confidence, 9), -edge.weight, other, edge.kind)
 
 
-@dataclass(frozen=True, slots=True)
 class Adjacency:
     """Every node's edges in both directions, its degree, and the vortexa hub threshold.
 
-    Building it is one pass over the edges (django's 75,000: 85-90 ms; tests/bench/
-    context_pack.py); the per-node orders are sorted when first asked for and kept,
-    since a query reads a few dozen nodes of thousands."""
+    Built once, in one pass over the edges (django's 75,000: 47 ms), then kept up to date
+    by `apply` as each delta is folded (the read model does it: RepoView.adjacency), so
+    an answer after an edit pays for the edit, not for a rebuild. Its lists hold the
+    state's own records (references, not copies: a list slot per edge and direction)
+    and ``nodes`` is the state's dict. The per-node orders are sorted when first asked
+    for and kept until a delta touches the node, since a query reads a few dozen nodes
+    of thousands. Changed only by `apply`, like the RepoState it follows."""
 
-    nodes: Mapping[str, NodeRecord]
-    out: Mapping[str, Sequence[EdgeRecord]]
-    into: Mapping[str, Sequence[EdgeRecord]]
-    degrees: Mapping[str, int]
-    hub_threshold: float
-    names: Mapping[str, tuple[str, ...]]
-    seq: int = 0
-    _sorted: dict[tuple[str, bool], tuple[EdgeRecord, ...]] = field(
-        default_factory=dict, compare=False, repr=False
+    __slots__ = (
+        "_edges",
+        "_floor",
+        "_histogram",
+        "_inbound",
+        "_links",
+        "_q",
+        "_sorted",
+        "_threshold",
+        "degrees",
+        "into",
+        "names",
+        "nodes",
+        "out",
+        "seq",
     )
-    _links: dict[str, tuple[Link, ...]] = field(default_factory=dict, compare=False, repr=False)
-    _inbound: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def __init__(
+        self,
+        nodes: Mapping[str, NodeRecord],
+        out: dict[str, list[EdgeRecord]],
+        into: dict[str, list[EdgeRecord]],
+        degrees: dict[str, int],
+        names: dict[str, tuple[str, ...]],
+        seq: int = 0,
+        *,
+        edges: Mapping[tuple[str, str, str], EdgeRecord],
+        q: float = HUB_PERCENTILE,
+        floor: int = HUB_FLOOR,
+    ) -> None:
+        self.nodes = nodes
+        self._edges = edges  # the state's own dict, read by `before`
+        self.out = out
+        self.into = into
+        self.degrees = degrees
+        self.names = names
+        self.seq = seq
+        self._q, self._floor = q, floor
+        self._histogram = Counter(degrees.values())  # degree -> nodes of that degree
+        self._threshold: float | None = None
+        self._sorted: dict[tuple[str, bool], tuple[EdgeRecord, ...]] = {}
+        self._links: dict[str, tuple[Link, ...]] = {}
+        self._inbound: dict[str, int] = {}
 
     @classmethod
     def of(
@@ -103,20 +148,103 @@ class Adjacency:
             if edge.kind in kinds and src != dst and edge.confidence != "name_match":
                 neighbours[src].add(dst)
                 neighbours[dst].add(src)
-        degrees = {n: len(others) for n, others in neighbours.items()}
         names: dict[str, list[str]] = {}
         for node in state.nodes.values():
             if node.path is not None:
                 names.setdefault(node.name, []).append(node.id)
         return cls(
             nodes=state.nodes,
+            edges=state.edges,
             out=dict(out),
             into=dict(into),
-            degrees=degrees,
-            hub_threshold=hub_threshold(list(degrees.values()), q, floor),
+            degrees={n: len(others) for n, others in neighbours.items()},
             names={name: tuple(sorted(ids)) for name, ids in names.items()},
             seq=state.seq,
+            q=q,
+            floor=floor,
         )
+
+    # ---- kept up to date (issue 15): what a delta changes, and nothing else.
+
+    def follows(self, state: RepoState) -> bool:
+        """Whether this is the adjacency of ``state`` as it stands (the same dicts, the
+        same last delta): a state replaced (restored from a snapshot) is not followed."""
+        return self.nodes is state.nodes and self._edges is state.edges and self.seq == state.seq
+
+    @staticmethod
+    def worth_folding(delta: GraphDelta, edges: int) -> bool:
+        """Whether folding ``delta`` into an adjacency of ``edges`` edges costs less than
+        building it again: folding an edge costs about FOLD_COST times what a rebuild
+        spends on one (tests/bench/adjacency_update.py)."""
+        changes = len(delta.edges_upserted) + len(delta.edges_removed)
+        return changes * FOLD_COST <= max(edges, FOLD_FLOOR)
+
+    def before(self, delta: GraphDelta) -> Before:
+        """What ``delta`` is about to change, as the state holds it: call it just before
+        the state applies the delta, and pass it to `apply` after."""
+        node_ids = (*delta.nodes_removed, *(n.id for n in delta.nodes_upserted))
+        keys = (*delta.edges_removed, *(e.key for e in delta.edges_upserted))
+        return Before(
+            nodes={node_id: self.nodes.get(node_id) for node_id in node_ids},
+            edges={key: self._edges.get(key) for key in keys},
+        )
+
+    def apply(self, delta: GraphDelta, before: Before) -> None:
+        """Fold ``delta``, just applied to the state this follows (``before`` taken just
+        before it was): afterwards every answer is the one `of` would give."""
+        folded = fold_edges(
+            self.out, self.into, delta.edges_removed, delta.edges_upserted, before.edges
+        )
+        for node in folded.sources:
+            self._sorted.pop((node, True), None)
+            self._links.pop(node, None)
+        for node in folded.targets:
+            self._sorted.pop((node, False), None)
+            self._links.pop(node, None)
+            if node.startswith("file:"):
+                self._inbound.pop(node[5:], None)
+        linked = {end for e in folded.changed if _traversable(e) for end in (e.src, e.dst)}
+        for node in linked:
+            self._recount(node)
+        fold_names(self.names, self.nodes, before.nodes)
+        self.seq = delta.seq
+        for cache in (self._sorted, self._links, self._inbound):
+            if len(cache) > CACHE_LIMIT:
+                cache.clear()
+
+    def _recount(self, node: str) -> None:
+        kinds = DEPENDENCY_KINDS  # `_traversable` inlined: a hub's every edge is read
+        others = {
+            e.dst
+            for e in self.out.get(node, ())
+            if e.kind in kinds and e.confidence != "name_match" and e.dst != node
+        }
+        others.update(
+            e.src
+            for e in self.into.get(node, ())
+            if e.kind in kinds and e.confidence != "name_match" and e.src != node
+        )
+        old, new = self.degrees.get(node, 0), len(others)
+        if old == new:
+            return
+        if old:
+            self._histogram[old] -= 1
+            if not self._histogram[old]:
+                del self._histogram[old]
+        if new:
+            self._histogram[new] += 1
+            self.degrees[node] = new
+        else:
+            del self.degrees[node]
+        self._threshold = None
+
+    @property
+    def hub_threshold(self) -> float:
+        """max(p99 of the degrees, 50), as `stores.projections.hubs.hub_threshold` gives
+        it for the list of degrees, read from how many nodes have each degree."""
+        if self._threshold is None:
+            self._threshold = threshold_of(self._histogram, self._q, self._floor)
+        return self._threshold
 
     def degree(self, node: str) -> int:
         return self.degrees.get(node, 0)

@@ -31,8 +31,9 @@ class ServiceBase:
         return view
 
     def _adjacency(self, view: RepoView) -> Adjacency:
-        """The state's adjacency, built once per state version."""
-        return self._cache.get(view, "adjacency", lambda: Adjacency.of(view.state))
+        """The state's adjacency, kept up to date by the read model as deltas are folded
+        (issue 15: no longer rebuilt by the first answer after an edit)."""
+        return view.adjacency()
 
     def _importance(self, view: RepoView) -> Mapping[str, float]:
         """Each file's importance by path (empty before the first recluster), per version."""
