@@ -6,6 +6,11 @@ Each query replica reads every partition from the beginning without a consumer g
 rebuilds exactly the state it served before. It reports ``ready`` once it has read up
 to the end offsets it saw at start. After a broker reset (`reset`, issue 15) the next
 ``run`` reads the new topics from the start into an emptied model.
+
+Sharing the worker's data dir (``gazetteer up``, issue 16), it also loads the worker's
+state snapshots, and keeps each repository's churn ledger beside them (written by a
+`ChurnKeeper` when the repository is quiet and at the end of a run, loaded with the
+state snapshot it covers): a restart serves the churn history it served before.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from pydantic import ValidationError
 
 from producers.events import decode_source_status
 from producers.topics import DEFAULT_TOPICS, Topics
+from query.churn.durable import SavedLedger
+from query.churn_files import ChurnFiles, ChurnKeeper
 from query.read_model import ReadModel
 from query.state_restore import empty_view, load_snapshot
 from stores.dead_letters import decode_dead_letter
@@ -42,6 +49,9 @@ PROBE_TTL_S = 0.05
 """How long a look at the end of a sources partition serves the answers after it."""
 PROBE_TIMEOUT_S = 0.25
 """How long an answer waits for that look; past it the answer says ``updating``."""
+
+Restorable = tuple[StateSnapshot | None, SavedLedger | None]
+"""A repository's state snapshot and the churn ledger saved beside it, as read."""
 
 
 def partition_of(repo: str, partitions: int) -> int:
@@ -64,7 +74,11 @@ class Materializer:
         # Issue 16: the worker's state snapshots, when this replica shares its data dir
         # (``gazetteer up``); a replica elsewhere reads the topics from their start.
         self._state_files = state_files
-        self._loading: dict[str, asyncio.Future[StateSnapshot | None]] = {}
+        self._churn_files = ChurnFiles(state_files) if state_files is not None else None
+        self.churn_keeper = (
+            ChurnKeeper(self._churn_files, model) if self._churn_files is not None else None
+        )
+        self._loading: dict[str, asyncio.Future[Restorable]] = {}
         # Loaded before any delta of theirs was read: the first one says if the log
         # continues the snapshot (repo -> the delta it covers); set aside: the log decides.
         self._unconfirmed: dict[str, int] = {}
@@ -173,8 +187,12 @@ class Materializer:
                     self._settle_due = self._unsettled >= SETTLE_AFTER_CHANGES
                 if self._settle_due:
                     self._settle()
+                if self.churn_keeper is not None:
+                    await self.churn_keeper.tick()
         finally:
             self._consumer = None
+            if self.churn_keeper is not None:
+                await self.churn_keeper.flush()  # a clean stop: the ledgers as served
             await consumer.stop()
 
     def _prefetch(self, repo: str) -> None:
@@ -186,11 +204,17 @@ class Materializer:
             return
         view = self.model.repos.get(repo)
         if view is None or view.state.seq == 0:
-            loading = asyncio.ensure_future(asyncio.to_thread(files.load, repo))
+            loading = asyncio.ensure_future(asyncio.to_thread(self._read, repo))
             loading.add_done_callback(functools.partial(self._decoded, repo))
             self._loading[repo] = loading
 
-    def _decoded(self, repo: str, loading: asyncio.Future[StateSnapshot | None]) -> None:
+    def _read(self, repo: str) -> Restorable:
+        """The repository's state snapshot and, with one, its saved churn ledger."""
+        snapshot = self._state_files.load(repo) if self._state_files is not None else None
+        churn = self._churn_files
+        return snapshot, churn.load(repo) if churn is not None and snapshot is not None else None
+
+    def _decoded(self, repo: str, loading: asyncio.Future[Restorable]) -> None:
         """A prefetched snapshot, decoded: loaded at once (on the loop) while the
         repository is still held empty, so that it is served before the worker's first
         delta arrives (a restarted worker takes longer to start than this)."""
@@ -201,10 +225,10 @@ class Materializer:
         if (error := loading.exception()) is not None:
             log.error("state_snapshot_load_failed", repo=repo, error=repr(error))
             return
-        snapshot = loading.result()
+        snapshot, ledger = loading.result()
         held = self.model.repos.get(repo)
         if snapshot is not None and (held is None or held.state.seq == 0):
-            if load_snapshot(self.model, snapshot):
+            if load_snapshot(self.model, snapshot, ledger):
                 self._unconfirmed[repo] = snapshot.seq
 
     async def _preload(self, keys: set[bytes]) -> None:
@@ -247,7 +271,8 @@ class Materializer:
             return
         snapshot = self._state_files.load(delta.repo)
         if snapshot is not None and snapshot.seq >= delta.seq - 1:
-            load_snapshot(self.model, snapshot)
+            churn = self._churn_files
+            load_snapshot(self.model, snapshot, churn.load(delta.repo) if churn else None)
 
     def reset(self, reason: str) -> None:
         """The topics were lost (a broker that came back empty): forget what was read.
@@ -258,6 +283,8 @@ class Materializer:
         """
         self.ready.clear()
         self.model.reset(reason)
+        if self.churn_keeper is not None:
+            self.churn_keeper.forget()  # the emptied views must not replace the files
         self._targets = {}
         self._parts = DeltaAssembler()
         self._loading = {}  # the next run looks at the snapshots again
@@ -331,7 +358,8 @@ class Materializer:
                 elif whole is not None and whole.seq > (held.state.seq if held else 0) + 1:
                     self._ahead(whole)
                 if whole is not None:
-                    self.model.apply_delta(whole)
+                    if self.model.apply_delta(whole) and self.churn_keeper is not None:
+                        self.churn_keeper.changed(whole.repo)
                     self._unsettled += whole.changes
                     if whole.barrier == "scan_completed" and self.ready.is_set():
                         self._settle_due = self._unsettled >= SETTLE_AFTER_CHANGES
@@ -340,7 +368,9 @@ class Materializer:
                 self.model.apply_status(status)
                 self._prefetch(status.repo)
             elif topic == self._topics.neighborhoods:
-                self.model.apply_snapshot(decode_snapshot(value))
+                hoods = decode_snapshot(value)
+                if self.model.apply_snapshot(hoods) and self.churn_keeper is not None:
+                    self.churn_keeper.changed(hoods.repo)
             elif topic == self._topics.ranking:
                 self.model.apply_ranking(decode_profile(value))
             elif topic == self._topics.dead_letters:

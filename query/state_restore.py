@@ -5,15 +5,19 @@ when the log it reads begins past what it holds: an embedded broker restarted em
 it loads the snapshots the worker wrote (issue 16) and folds only the deltas after
 them. The view is built exactly as folding would leave it: the state (references
 dropped, their counts kept, as `ReadModel.apply_delta` does), the file graph, the
-retrieval indexes and the last neighborhoods. The churn ledger starts at the snapshot:
-its entries are history, which a snapshot does not keep. A replica elsewhere reads the
-topics as before.
+retrieval indexes and the last neighborhoods. The churn ledger is history, which a
+state snapshot does not keep: the one the query side saved beside it
+(query/churn_files.py) is loaded with it when it covers exactly the snapshot's state;
+one of an older or newer delta, or of another history, is refused (logged
+``churn_ledger_rejected``) and the ledger starts empty at the snapshot. A replica
+elsewhere reads the topics as before.
 """
 
 from __future__ import annotations
 
 import structlog
 
+from query.churn.durable import SavedLedger, mismatch, restore
 from query.read_model import ReadModel, RepoView
 from stores.projections.graph_state import FileGraphState
 from stores.state_snapshot import StateSnapshot, base_delta, restore_state
@@ -21,9 +25,12 @@ from stores.state_snapshot import StateSnapshot, base_delta, restore_state
 log = structlog.get_logger(__name__)
 
 
-def load_snapshot(model: ReadModel, snapshot: StateSnapshot) -> bool:
+def load_snapshot(
+    model: ReadModel, snapshot: StateSnapshot, ledger: SavedLedger | None = None
+) -> bool:
     """Replace the repository's view by the snapshot's state when it is ahead of it;
-    what the read side knows of its producers (statuses, dead letters) is kept."""
+    what the read side knows of its producers (statuses, dead letters) is kept. The
+    churn ``ledger`` saved of this repository, if any, is loaded when it fits."""
     repo = snapshot.repo
     held = model.repos.get(repo)
     if held is not None and held.state.seq >= snapshot.seq:
@@ -45,9 +52,27 @@ def load_snapshot(model: ReadModel, snapshot: StateSnapshot) -> bool:
         # again at restore if not): the file graph is taken as the neighborhoods' own.
         view.file_graph.changed_seq = min(state.seq, hoods.graph_seq)
         model.apply_snapshot(hoods)
+    if ledger is not None:
+        _load_ledger(view, snapshot, ledger)
     model.deltas_applied += 1
     log.info("read_side_state_loaded", repo=repo, seq=state.seq, files=len(state.files))
     return True
+
+
+def _load_ledger(view: RepoView, snapshot: StateSnapshot, saved: SavedLedger) -> None:
+    """The saved ledger in place of the empty one, if it covers the snapshot's state;
+    the snapshot's neighborhoods folded into it unless it had folded them."""
+    refused = mismatch(saved, snapshot)
+    if refused is not None:
+        reason, detail = refused
+        log.warning("churn_ledger_rejected", repo=snapshot.repo, reason=reason, detail=detail)
+        return
+    ledger = restore(saved)
+    hoods = snapshot.neighborhoods
+    if hoods is not None and hoods.seq > ledger.snapshot_seq:
+        ledger.apply_snapshot(hoods)
+    view.churn = ledger
+    log.info("churn_ledger_loaded", repo=snapshot.repo, seq=ledger.seq, entries=len(ledger.entries))
 
 
 def empty_view(model: ReadModel, repo: str) -> RepoView:

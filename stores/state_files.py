@@ -56,20 +56,7 @@ class StateFiles:
     def write_bytes(self, repo: str, raw: bytes) -> int:
         """`write` of bytes encoded already (the worker encodes on its loop, writes in a
         thread)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        final = self.path_of(repo)
-        temp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
-        with open(temp, "wb") as out:
-            out.write(raw)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, final)
-        directory = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
-        return len(raw)
+        return write_atomically(self.path_of(repo), raw)
 
     def load(self, repo: str) -> StateSnapshot | None:
         """The repository's snapshot, or None: none written, or rejected (logged)."""
@@ -156,6 +143,25 @@ class StateFiles:
             reason=rejected.reason,
             detail=rejected.detail,
         )
+
+
+def write_atomically(final: Path, raw: bytes) -> int:
+    """Replace ``final`` by ``raw`` as the module says (a temporary file in its directory,
+    fsynced, renamed over it, the directory fsynced); returns the bytes written. Also
+    what the query side writes its churn ledgers with (query/churn_files.py)."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    temp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+    with open(temp, "wb") as out:
+        out.write(raw)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(temp, final)
+    directory = os.open(final.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+    return len(raw)
 
 
 def state_directory(data_dir: Path, namespace: str) -> Path:

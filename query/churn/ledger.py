@@ -11,13 +11,14 @@ it holds a net change, is not a scan in progress, and no commit is half folded.
 Snapshots (``apply_snapshot``) are attributed to the entry whose seq range holds their
 ``graph_seq``; one computed from a delta not folded yet waits for it (the two topics are
 read independently; as many wait as there are entries). The ledger keeps the last
-``MAX_ENTRIES`` entries.
+``MAX_ENTRIES`` entries. ``parts`` and ``from_parts`` are what `query.churn.durable`
+saves and loads it by (issue 16: a restarted service keeps its churn history).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from query.churn.accumulator import Accumulator
 from query.churn.cycles import Cycle
@@ -38,10 +39,29 @@ MAX_ENTRIES = 1000
 MIN_PREFIX = 7
 
 
+@dataclass(frozen=True, slots=True)
+class LedgerParts:
+    """Everything a ledger holds, for `query.churn.durable` to save and load: a ledger
+    rebuilt from its parts (`ChurnLedger.from_parts`) folds on as the one they were
+    taken from. Taken by `ChurnLedger.parts` as they stand (the open accumulator is the
+    ledger's own, mutable one): read them at once."""
+
+    max_entries: int
+    seq: int
+    snapshot_seq: int
+    entries: tuple[ChurnEntry, ...]
+    open: Accumulator
+    cycles: frozenset[Cycle]
+    hubs: frozenset[str]
+    last_points: EntryPoints
+    waiting: tuple[SnapshotDigest, ...]
+
+
 class ChurnLedger:
     def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
         self.entries: deque[ChurnEntry] = deque(maxlen=max_entries)
         self.seq = 0
+        self.snapshot_seq = 0  # the last neighborhood snapshot folded (by its own seq)
         self._open = Accumulator()
         self._cycles: frozenset[Cycle] = frozenset()
         self._hubs: frozenset[str] = frozenset()
@@ -76,6 +96,7 @@ class ChurnLedger:
             self._attribute(self._waiting.popleft())  # snapshots come in graph_seq order
 
     def apply_snapshot(self, snapshot: NeighborhoodSnapshot) -> None:
+        self.snapshot_seq = max(self.snapshot_seq, snapshot.seq)
         brief = digest(snapshot)
         if brief.entry_points == self._last_points:
             brief = replace(brief, entry_points=self._last_points)  # one mapping, many entries
@@ -110,6 +131,31 @@ class ChurnLedger:
             return None
         found = [i for i, e in enumerate(self.entries) if e.commit and e.commit.startswith(sha)]
         return found[-1] if found and len({self.entries[i].commit for i in found}) == 1 else None
+
+    def parts(self) -> LedgerParts:
+        """What the ledger holds, to be saved (see `LedgerParts`)."""
+        return LedgerParts(
+            max_entries=self.entries.maxlen or MAX_ENTRIES,
+            seq=self.seq,
+            snapshot_seq=self.snapshot_seq,
+            entries=tuple(self.entries),
+            open=self._open,
+            cycles=self._cycles,
+            hubs=self._hubs,
+            last_points=self._last_points,
+            waiting=tuple(self._waiting),
+        )
+
+    @classmethod
+    def from_parts(cls, parts: LedgerParts) -> ChurnLedger:
+        """The ledger ``parts`` were taken from (the accumulator is taken over, not copied)."""
+        ledger = cls(parts.max_entries)
+        ledger.entries.extend(parts.entries)
+        ledger.seq, ledger.snapshot_seq = parts.seq, parts.snapshot_seq
+        ledger._open, ledger._cycles, ledger._hubs = parts.open, parts.cycles, parts.hubs
+        ledger._last_points = parts.last_points
+        ledger._waiting.extend(parts.waiting)
+        return ledger
 
     def _close(self, delta: GraphDelta, state: RepoState, graph: FileGraphState) -> None:
         open_ = self._open

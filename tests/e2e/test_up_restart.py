@@ -1,7 +1,8 @@
 """``gazetteer up`` stopped and started again on the same data dir (issue 16): its state
 snapshots stand in for the embedded broker's lost topics, so nothing is scanned again;
 one file changed meanwhile is reconciled by git diff, and every answer equals a fresh
-``up``'s."""
+``up``'s; the churn history served before the stop is served after it (the query side's
+ledger, saved beside the snapshots), plus the reconciliation's entry."""
 
 from __future__ import annotations
 
@@ -62,6 +63,17 @@ def served(url: str, rid: str) -> dict:
     return found
 
 
+def churn(url: str, rid: str) -> list[dict]:
+    """Every churn entry with its detail (without its freshness, which is the moment's)."""
+    items = get(url, f"/repositories/{rid}/churn", limit=100, max_tokens=50000)["items"]
+    out = []
+    for item in items:
+        detail = get(url, f"/repositories/{rid}/churn/{item['id']}", max_tokens=50000)
+        detail.pop("freshness")
+        out.append(detail)
+    return out
+
+
 def up(root: Path, data: Path, namespace: str) -> Gazetteer:
     env = {
         "GAZETTEER_NAMESPACE": namespace,
@@ -83,9 +95,12 @@ def test_up_restarts_from_its_snapshots_reconciles_one_change_and_answers_as_fre
         eventually(lambda: fresh_at(url, repo.head()), 90, "the first scan")
         rid = (the_repo(url) or {})["repo"]
         assert first.log_events("scan_started")[0]["full"] is True
+        history = churn(url, rid)
+        assert [(e["kind"], e["commit"]) for e in history] == [("scan", repo.head())]
         assert first.interrupt() == 0
         snapshot = data / "state" / namespace / f"{rid}.snap"
         assert snapshot.is_file(), "the clean stop wrote no state snapshot"
+        assert snapshot.with_suffix(".churn").is_file(), "the clean stop wrote no ledger"
 
         repo.write(*CHANGED)
         head = repo.commit("load")
@@ -100,6 +115,12 @@ def test_up_restarts_from_its_snapshots_reconciles_one_change_and_answers_as_fre
         assert second.log_events("reconcile_fell_back") == []
         assert second.log_events("state_snapshot_rejected") == []
         assert [e["repo"] for e in second.log_events("index_restored_from_snapshot")] == [rid]
+        # The churn history as served before the stop, then the reconciliation's entry.
+        assert second.log_events("churn_ledger_rejected") == []
+        assert [e["repo"] for e in second.log_events("churn_ledger_loaded")] == [rid]
+        after = churn(url, rid)
+        assert after[: len(history)] == history
+        assert [(e["commit"], e["files_changed"]) for e in after[len(history) :]] == [(head, 1)]
         detail = get(url, f"/repositories/{rid}/files/{CHANGED[0]}")
         assert [s["name"] for s in detail["symbols"]] == ["dump", "load"]
         assert detail["commit"] == head
