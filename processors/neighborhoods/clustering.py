@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import igraph
+import structlog
 
 from processors.neighborhoods.identity import assign_ids
 from stores.projections.file_graph import FileGraph
@@ -58,6 +59,10 @@ FOLDER: NeighborhoodKind = "folder"
 
 # igraph's random number generator is process-global: one seeded run at a time.
 _RNG_LOCK = threading.Lock()
+LEIDEN_MAX_PASSES = 100
+"""Passes of Leiden before the clustering is taken as it stands (each warm-started from
+the last; a repository's recluster converges in a few)."""
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,21 +143,46 @@ def leiden(
         return []
     index = {path: i for i, path in enumerate(paths)}
     g = igraph.Graph(n=len(paths), edges=[(index[a], index[b]) for a, b in pairs])
+    weights = list(pairs.values())
+    membership = initial_membership(paths, previous)
     with _RNG_LOCK:
         igraph.set_random_number_generator(random.Random(settings.seed))
         try:
-            found = g.community_leiden(
-                objective_function="modularity",
-                weights=list(pairs.values()),
-                resolution=settings.resolution,
-                beta=settings.beta,
-                initial_membership=initial_membership(paths, previous),
-                n_iterations=settings.n_iterations,
-            )
+            if settings.n_iterations > 0:
+                found = _leiden_pass(g, weights, membership, settings, settings.n_iterations)
+            else:
+                # One pass per call, until a pass changes no label: igraph's own "until
+                # stable" (n_iterations=-1) never ends on some graphs (a star of five
+                # files warm-started as one neighborhood spun forever, deaf to signals),
+                # so the loop is ours, and bounded.
+                for _ in range(LEIDEN_MAX_PASSES):
+                    found = _leiden_pass(g, weights, membership, settings, 1)
+                    if found.membership == membership:
+                        break
+                    membership = found.membership
+                else:
+                    log.warning("leiden_passes_exhausted", files=len(paths))
         finally:
             igraph.set_random_number_generator(random)
     communities = [tuple(paths[i] for i in sorted(members)) for members in found]
     return sorted(c for c in communities if c)
+
+
+def _leiden_pass(
+    g: igraph.Graph,
+    weights: list[float],
+    membership: list[int] | None,
+    settings: ClusterSettings,
+    iterations: int,
+) -> igraph.VertexClustering:
+    return g.community_leiden(
+        objective_function="modularity",
+        weights=weights,
+        resolution=settings.resolution,
+        beta=settings.beta,
+        initial_membership=membership,
+        n_iterations=iterations,
+    )
 
 
 def initial_membership(paths: Sequence[str], previous: Partition | None) -> list[int] | None:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
+from pathlib import Path
 
+import igraph
 import pytest
 
 from processors.neighborhoods.clustering import (
@@ -14,6 +18,7 @@ from processors.neighborhoods.clustering import (
     cluster,
     folder_groups,
     initial_membership,
+    leiden,
     modularity,
 )
 from processors.neighborhoods.identity import fresh_id
@@ -231,3 +236,60 @@ def test_ids_follow_the_files_when_a_neighborhood_splits() -> None:
 
 def test_an_empty_graph_has_no_neighborhoods() -> None:
     assert cluster(FileGraph((), {})) == Partition({}, {})
+
+
+def _igraph_until_stable(
+    paths: list[str], pairs: dict[tuple[str, str], float], settings: ClusterSettings
+) -> list[tuple[str, ...]]:
+    """igraph's own loop (``n_iterations=-1``), as `leiden` called it before."""
+    index = {path: i for i, path in enumerate(paths)}
+    g = igraph.Graph(n=len(paths), edges=[(index[a], index[b]) for a, b in pairs])
+    igraph.set_random_number_generator(random.Random(settings.seed))
+    try:
+        found = g.community_leiden(
+            objective_function="modularity",
+            weights=list(pairs.values()),
+            resolution=settings.resolution,
+            beta=settings.beta,
+            n_iterations=-1,
+        )
+    finally:
+        igraph.set_random_number_generator(random)
+    return sorted(c for c in (tuple(paths[i] for i in sorted(m)) for m in found) if c)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_leidens_bounded_passes_find_what_igraphs_own_loop_finds(seed: int) -> None:
+    rng = random.Random(seed)
+    names = [f"m{i:02d}.py" for i in range(rng.randint(6, 40))]
+    pairs: dict[tuple[str, str], float] = {}
+    for _ in range(2 * len(names)):
+        a, b = sorted(rng.sample(names, 2))
+        pairs[(a, b)] = float(rng.randint(1, 3))
+    paths = sorted({path for pair in pairs for path in pair})
+    settings = ClusterSettings()
+    assert leiden(paths, pairs, None, settings) == _igraph_until_stable(paths, pairs, settings)
+
+
+STAR_WARM_STARTED = """
+from processors.neighborhoods.clustering import ClusterSettings, Partition, leiden
+paths = ["a.py", "b.py", "c.py", "d.py", "pkg/__init__.py"]
+pairs = {(p, "pkg/__init__.py"): 1.0 for p in ("a.py", "b.py", "c.py", "d.py")}
+pairs[("b.py", "c.py")] = 1.0
+one = Partition(assignment={p: "nb-1" for p in paths}, kinds={"nb-1": "cluster"})
+print(leiden(paths, pairs, one, ClusterSettings()))
+"""
+
+
+def test_a_graph_igraphs_own_loop_never_finishes_is_clustered() -> None:
+    """A star of five files warm-started as one neighborhood: igraph's ``n_iterations=-1``
+    spins on it forever, in C, deaf to signals (a worker's recluster would never end)."""
+    run = subprocess.run(
+        [sys.executable, "-c", STAR_WARM_STARTED],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[('a.py', 'b.py', 'c.py', 'd.py', 'pkg/__init__.py')]"
