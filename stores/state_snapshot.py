@@ -19,17 +19,15 @@ back to folding the log, or to a full scan). Pure: values in, values out.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
 from stores import trusted_json
 from stores.deltas import CommitRecord, GraphDelta, LeaseRecord, SourceMark
+from stores.framing import Frame, Rejected
 from stores.neighborhoods import NeighborhoodSnapshot
 from stores.records import EdgeRecord, FileRecord, NodeRecord, Record
 from stores.repo_state import FencedLease, RepoState
@@ -42,12 +40,8 @@ COMPRESSION_LEVEL = 1
 """zlib's fastest level: django's state compresses ~5x at ~100 MB/s (a restart reads it)."""
 
 
-class SnapshotRejected(ValueError):
+class SnapshotRejected(Rejected):
     """A snapshot that cannot be trusted; ``reason`` is one of ``REASONS``."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason, self.detail = reason, detail
 
 
 REASONS = ("missing", "not_a_snapshot", "wrong_version", "truncated", "checksum", "invalid")
@@ -160,77 +154,60 @@ class SnapshotHeader:
     body_sha256: str
 
 
+def _frame() -> Frame:
+    return Frame(MAGIC, FORMAT_VERSION, schema_fingerprint(StateSnapshot), COMPRESSION_LEVEL)
+
+
+def _rejected(refusal: Rejected) -> SnapshotRejected:
+    reason = "not_a_snapshot" if refusal.reason == "not_framed" else refusal.reason
+    return SnapshotRejected(reason, refusal.detail)
+
+
 def encode(snapshot: StateSnapshot) -> bytes:
-    """The file's bytes: MAGIC, the header line, the compressed body."""
-    body = zlib.compress(snapshot.model_dump_json().encode(), COMPRESSION_LEVEL)
-    header: dict[str, object] = {
-        "format": FORMAT_VERSION,
-        "schema": schema_fingerprint(StateSnapshot),
+    """The file's bytes: MAGIC, the header line, the compressed body (`stores.framing`)."""
+    fields = {
         "repo": snapshot.repo,
         "seq": snapshot.seq,
         "indexed_commit": snapshot.indexed_commit,
         "epoch": snapshot.lease.epoch if snapshot.lease is not None else 0,
-        "bytes": len(body),
-        "sha256": hashlib.sha256(body).hexdigest(),
     }
-    header["check"] = _check(header)
-    return MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body
+    return _frame().encode(fields, snapshot.model_dump_json().encode())
 
 
-def _check(header: dict[str, object]) -> str:
-    fields = {k: v for k, v in header.items() if k != "check"}
-    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+def _header(fields: dict[str, Any], body_at: int) -> SnapshotHeader:
+    try:
+        return SnapshotHeader(
+            repo=str(fields["repo"]),
+            seq=int(fields["seq"]),
+            indexed_commit=fields["indexed_commit"],
+            epoch=int(fields["epoch"]),
+            body_at=body_at,
+            body_bytes=int(fields["bytes"]),
+            body_sha256=str(fields["sha256"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SnapshotRejected("invalid", f"header: {exc!r}") from exc
 
 
 def read_header(raw: bytes) -> SnapshotHeader:
     """The header of a snapshot's bytes (enough of them: MAGIC and the first line), or
     `SnapshotRejected`: not a snapshot, written by a build of another format or contract,
     or a header that does not check."""
-    if not raw.startswith(MAGIC):
-        raise SnapshotRejected("not_a_snapshot", "no GZSTATE magic")
-    end = raw.find(b"\n", len(MAGIC))
-    if end < 0:
-        raise SnapshotRejected("truncated", "the header line is incomplete")
     try:
-        header = json.loads(raw[len(MAGIC) : end])
-    except ValueError as exc:
-        raise SnapshotRejected("not_a_snapshot", f"header: {exc}") from exc
-    if not isinstance(header, dict):
-        raise SnapshotRejected("not_a_snapshot", "the header is not an object")
-    if header.get("format") != FORMAT_VERSION:
-        raise SnapshotRejected(
-            "wrong_version", f"format {header.get('format')!r}, this build reads {FORMAT_VERSION}"
-        )
-    if header.get("schema") != schema_fingerprint(StateSnapshot):
-        raise SnapshotRejected("wrong_version", "written by a build with other records")
-    if header.get("check") != _check(header):
-        raise SnapshotRejected("checksum", "the header does not check")
-    try:
-        return SnapshotHeader(
-            repo=str(header["repo"]),
-            seq=int(header["seq"]),
-            indexed_commit=header["indexed_commit"],
-            epoch=int(header["epoch"]),
-            body_at=end + 1,
-            body_bytes=int(header["bytes"]),
-            body_sha256=str(header["sha256"]),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise SnapshotRejected("invalid", f"header: {exc!r}") from exc
+        fields, body_at = _frame().header(raw)
+    except Rejected as refusal:
+        raise _rejected(refusal) from refusal
+    return _header(fields, body_at)
 
 
 def peek(raw: bytes) -> SnapshotHeader:
     """The header of a whole, intact snapshot (length and checksum verified), without
     decoding its body."""
-    header = read_header(raw)
-    body = memoryview(raw)[header.body_at :]
-    if len(body) != header.body_bytes:
-        raise SnapshotRejected(
-            "truncated", f"body of {len(body)} bytes, header says {header.body_bytes}"
-        )
-    if hashlib.sha256(body).hexdigest() != header.body_sha256:
-        raise SnapshotRejected("checksum", "the body's sha256 differs from the header's")
-    return header
+    try:
+        fields, body = _frame().verified(raw)
+    except Rejected as refusal:
+        raise _rejected(refusal) from refusal
+    return _header(fields, len(raw) - len(body))
 
 
 def decode(raw: bytes) -> StateSnapshot:
@@ -238,10 +215,14 @@ def decode(raw: bytes) -> StateSnapshot:
 
     The body is rebuilt trusted (`stores.trusted_json`): its checksum and the contract's
     fingerprint are verified first."""
-    header = peek(raw)
     try:
-        snapshot = trusted_json.load(StateSnapshot, zlib.decompress(raw[header.body_at :]))
-    except (zlib.error, ValidationError, KeyError, TypeError, ValueError) as exc:
+        fields, body = _frame().decode(raw)
+    except Rejected as refusal:
+        raise _rejected(refusal) from refusal
+    header = _header(fields, 0)
+    try:
+        snapshot = trusted_json.load(StateSnapshot, body)
+    except (ValidationError, KeyError, TypeError, ValueError) as exc:
         raise SnapshotRejected("invalid", repr(exc)[:500]) from exc
     if (snapshot.repo, snapshot.seq) != (header.repo, header.seq):
         raise SnapshotRejected("invalid", "the body's repo or seq differs from the header's")

@@ -26,11 +26,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import zlib
 from collections import Counter
 from dataclasses import dataclass, replace
 from functools import cache
-from typing import Any
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
@@ -40,6 +38,7 @@ from query.churn.images import Arc, EdgeKey, FileImage
 from query.churn.ledger import ChurnLedger, LedgerParts
 from query.churn.neighborhood_part import EntryPoints, NeighborhoodPart, SnapshotDigest
 from stores.deltas import SourceMark
+from stores.framing import Frame, Rejected
 from stores.repo_state import RepoState
 from stores.state_snapshot import StateSnapshot
 
@@ -52,12 +51,8 @@ FITS = ("older", "newer", "other_history")
 """Why a sound ledger is not loaded with a state snapshot (`mismatch`)."""
 
 
-class LedgerRejected(ValueError):
+class LedgerRejected(Rejected):
     """A ledger file that cannot be trusted; ``reason`` is one of ``REASONS``."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason, self.detail = reason, detail
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,68 +241,33 @@ def mismatch(saved: SavedLedger, snapshot: StateSnapshot) -> tuple[str, str] | N
     return None
 
 
+def _frame() -> Frame:
+    return Frame(MAGIC, FORMAT_VERSION, schema_fingerprint(), COMPRESSION_LEVEL)
+
+
 def encode(saved: SavedLedger) -> bytes:
-    """The file's bytes: MAGIC, the header line, the compressed body."""
-    body = zlib.compress(_adapter().dump_json(saved), COMPRESSION_LEVEL)
-    header: dict[str, object] = {
-        "format": FORMAT_VERSION,
-        "schema": schema_fingerprint(),
-        "repo": saved.repo,
-        "seq": saved.covers.seq,
-        "bytes": len(body),
-        "sha256": hashlib.sha256(body).hexdigest(),
-    }
-    header["check"] = _check(header)
-    return MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body
+    """The file's bytes: MAGIC, the header line, the compressed body (`stores.framing`)."""
+    return _frame().encode(
+        {"repo": saved.repo, "seq": saved.covers.seq}, _adapter().dump_json(saved)
+    )
 
 
 def decode(raw: bytes) -> SavedLedger:
     """The ledger in ``raw``, verified (magic, version, schema, length, checksums)."""
-    if not raw.startswith(MAGIC):
-        raise LedgerRejected("not_a_ledger", "no GZCHURN magic")
-    end = raw.find(b"\n", len(MAGIC))
-    if end < 0:
-        raise LedgerRejected("truncated", "the header line is incomplete")
-    header = _header(raw[len(MAGIC) : end])
-    body = raw[end + 1 :]
-    if len(body) != header["bytes"]:
-        raise LedgerRejected(
-            "truncated", f"body of {len(body)} bytes, header says {header['bytes']}"
-        )
-    if hashlib.sha256(body).hexdigest() != header["sha256"]:
-        raise LedgerRejected("checksum", "the body's sha256 differs from the header's")
     try:
-        saved = _adapter().validate_json(zlib.decompress(body))
-    except (zlib.error, ValidationError, ValueError) as exc:
+        header, body = _frame().decode(raw)
+    except Rejected as refusal:
+        reason = "not_a_ledger" if refusal.reason == "not_framed" else refusal.reason
+        raise LedgerRejected(reason, refusal.detail) from refusal
+    if "repo" not in header or "seq" not in header:
+        raise LedgerRejected("invalid", "the header misses a field")
+    try:
+        saved = _adapter().validate_json(body)
+    except (ValidationError, ValueError) as exc:
         raise LedgerRejected("invalid", repr(exc)[:500]) from exc
     if (saved.repo, saved.covers.seq) != (header["repo"], header["seq"]):
         raise LedgerRejected("invalid", "the body's repo or seq differs from the header's")
     return saved
-
-
-def _header(line: bytes) -> dict[str, Any]:
-    try:
-        header = json.loads(line)
-    except ValueError as exc:
-        raise LedgerRejected("not_a_ledger", f"header: {exc}") from exc
-    if not isinstance(header, dict):
-        raise LedgerRejected("not_a_ledger", "the header is not an object")
-    if header.get("format") != FORMAT_VERSION:
-        raise LedgerRejected(
-            "wrong_version", f"format {header.get('format')!r}, this build reads {FORMAT_VERSION}"
-        )
-    if header.get("schema") != schema_fingerprint():
-        raise LedgerRejected("wrong_version", "written by a build with other entries")
-    if header.get("check") != _check(header):
-        raise LedgerRejected("checksum", "the header does not check")
-    if not all(k in header for k in ("repo", "seq", "bytes", "sha256")):
-        raise LedgerRejected("invalid", "the header misses a field")
-    return header
-
-
-def _check(header: dict[str, object]) -> str:
-    fields = {k: v for k, v in header.items() if k != "check"}
-    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
 
 @cache

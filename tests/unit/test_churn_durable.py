@@ -25,6 +25,7 @@ from query.read_model import ReadModel
 from query.service import QueryService
 from query.state_restore import load_snapshot
 from stores.deltas import GraphDelta
+from stores.framing import header_check
 from stores.neighborhoods import NeighborhoodSnapshot
 from stores.projections.graph_state import FileGraphState
 from stores.state_snapshot import capture
@@ -305,5 +306,5 @@ def _framed(raw: bytes, body: bytes) -> bytes:
     end = raw.index(b"\n", len(durable.MAGIC))
     header = json.loads(raw[len(durable.MAGIC) : end])
     header.update(bytes=len(body), sha256=hashlib.sha256(body).hexdigest())
-    header["check"] = durable._check(header)
+    header["check"] = header_check(header)
     return durable.MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body

@@ -12,6 +12,7 @@ import pytest
 
 from processors.indexer import RepoIndex
 from stores.deltas import GraphDelta
+from stores.framing import header_check
 from stores.neighborhoods import Created
 from stores.repo_state import RepoState
 from stores.state_snapshot import (
@@ -19,7 +20,6 @@ from stores.state_snapshot import (
     MAGIC,
     SnapshotRejected,
     StateSnapshot,
-    _check,
     against_log,
     canonical,
     capture,
@@ -185,7 +185,7 @@ def _framed(body_json: bytes, **header_fields: object) -> bytes:
         "sha256": hashlib.sha256(body).hexdigest(),
         **header_fields,
     }
-    header["check"] = _check(header)
+    header["check"] = header_check(header)
     return MAGIC + json.dumps(header).encode() + b"\n" + body
 
 
