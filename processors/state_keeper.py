@@ -7,7 +7,9 @@ is over) and was last written at least ``every_s`` ago: so a repository under co
 edits costs one snapshot per ``every_s``, and an idle one none. ``flush`` writes the
 rest at a clean stop. Only a state whose every delta was acknowledged is written (the
 pipeline applies a delta before the broker confirms it): a snapshot never holds a
-change the log could lose.
+change the log could lose. One write runs at a time (a stop's flush waits for a tick's
+write), off the loop (`stores.state_files.write_off_loop`), and a stop's flush is
+bounded (``budget_s``).
 
 `SnapshotIndexes` is the other half: the pipeline's new index of a repository, restored
 from its snapshot (the pipeline folds the log's deltas after it, if any), and its last
@@ -29,7 +31,7 @@ from stores.deltas import GraphDelta
 from stores.neighborhoods import NeighborhoodSnapshot
 from stores.repo_state import RepoState
 from stores.snapshot_log import SnapshotLog, keep_latest
-from stores.state_files import StateFiles
+from stores.state_files import STOP_BUDGET_S, StateFiles, flush_within, write_off_loop
 from stores.state_snapshot import StateSnapshot, against_log, capture
 
 log = structlog.get_logger(__name__)
@@ -59,7 +61,7 @@ class StateKeeper:
     policy: KeepPolicy = KeepPolicy()
     clock: Callable[[], float] = time.monotonic
     _tracked: dict[str, _Tracked] = field(default_factory=dict)
-    _writing: bool = False
+    _writing: asyncio.Lock = field(default_factory=asyncio.Lock)
     written: int = 0
 
     async def restored(self, partition: int, states: Sequence[RepoState]) -> None:
@@ -88,20 +90,22 @@ class StateKeeper:
         )
 
     async def tick(self) -> None:
-        """Write the snapshots that are due (one tick at a time)."""
-        if self._writing:
+        """Write the snapshots that are due (skipped while a write is under way)."""
+        if self._writing.locked():
             return
-        self._writing = True
-        try:
+        async with self._writing:
             for repo in self.due(self.clock()):
                 await self._write(repo)
-        finally:
-            self._writing = False
 
-    async def flush(self) -> None:
-        """At a clean stop: every repository changed since its last snapshot."""
-        for repo in sorted(r for r, t in self._tracked.items() if t.acked > t.written):
-            await self._write(repo)
+    async def flush(self, budget_s: float = STOP_BUDGET_S) -> bool:
+        """At a clean stop: every repository changed since its last snapshot, after the
+        write under way; False when ``budget_s`` ran out first (logged)."""
+        return await flush_within(self._flush(), budget_s, "state_snapshot")
+
+    async def _flush(self) -> None:
+        async with self._writing:
+            for repo in sorted(r for r, t in self._tracked.items() if t.acked > t.written):
+                await self._write(repo)
 
     async def _write(self, repo: str) -> None:
         tracked, state = self._tracked.get(repo), self.state_of(repo)
@@ -117,7 +121,7 @@ class StateKeeper:
         snapshot = capture(state, self.neighborhoods_of(repo), time.time())
         captured = time.perf_counter() - started
         seq = state.seq
-        size = await asyncio.to_thread(self.files.write, snapshot)
+        size = await write_off_loop(lambda: self.files.write(snapshot))
         tracked.written, tracked.written_at = seq, self.clock()
         self.written += 1
         log.info(

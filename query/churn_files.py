@@ -28,7 +28,13 @@ import structlog
 
 from query.churn.durable import LedgerRejected, SavedLedger, capture, decode, encode
 from query.read_model import ReadModel
-from stores.state_files import StateFiles, write_atomically
+from stores.state_files import (
+    STOP_BUDGET_S,
+    StateFiles,
+    flush_within,
+    write_atomically,
+    write_off_loop,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -135,8 +141,12 @@ class ChurnKeeper:
             for repo in self.due(self.clock()):
                 await self._write(repo)
 
-    async def flush(self) -> None:
-        """At a clean stop: every ledger changed since it was last written."""
+    async def flush(self, budget_s: float = STOP_BUDGET_S) -> bool:
+        """At a clean stop: every ledger changed since it was last written, after the
+        write under way; False when ``budget_s`` ran out first (logged)."""
+        return await flush_within(self._flush(), budget_s, "churn_ledger")
+
+    async def _flush(self) -> None:
         async with self._writing:
             for repo in sorted(r for r, m in self._marks.items() if m.dirty):
                 await self._write(repo)
@@ -151,7 +161,7 @@ class ChurnKeeper:
         started = time.perf_counter()
         saved = capture(view.churn, view.state)  # on the loop, where nothing changes it
         try:
-            size = await asyncio.to_thread(self.files.write, saved)
+            size = await write_off_loop(lambda: self.files.write(saved))
         except OSError as exc:  # a disk full: tried again at the next tick
             mark.dirty = True
             log.warning("churn_ledger_write_failed", repo=repo, error=str(exc))

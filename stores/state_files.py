@@ -9,15 +9,25 @@ missing, so the caller folds the log or scans in full; it never serves a wrong a
 
 The header is read first (`read_header`), so choosing one partition's snapshots decodes
 only those.
+
+Writes end in fsync, which on a busy disk can wait for the whole journal (tens of
+seconds under another process's writes): `write_off_loop` runs them in a daemon thread
+of their own, so that neither the event loop nor the process's exit waits on one, and
+a clean stop gives its last writes `STOP_BUDGET_S` (`flush_within`): what is cut is
+still in the log, and a temporary file left behind is never read.
 """
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import os
 import re
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import structlog
 
@@ -33,7 +43,13 @@ from stores.state_snapshot import (
 
 log = structlog.get_logger(__name__)
 
+T = TypeVar("T")
+
+STOP_BUDGET_S = 5.0
+"""How long a clean stop waits for its last snapshot and ledger writes (within the
+supervisor's grace): the log still holds whatever is cut."""
 SUFFIX = ".snap"
+_TEMP_NAMES = itertools.count()
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
 _HEADER_BYTES = 4096
 
@@ -150,7 +166,9 @@ def write_atomically(final: Path, raw: bytes) -> int:
     fsynced, renamed over it, the directory fsynced); returns the bytes written. Also
     what the query side writes its churn ledgers with (query/churn_files.py)."""
     final.parent.mkdir(parents=True, exist_ok=True)
-    temp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+    # Unique per write: two writers of one file (a tick and a stop's flush, or a write
+    # abandoned at a stop and the next) never share a temporary file.
+    temp = final.with_name(f".{final.name}.{os.getpid()}.{next(_TEMP_NAMES)}.tmp")
     with open(temp, "wb") as out:
         out.write(raw)
         out.flush()
@@ -162,6 +180,53 @@ def write_atomically(final: Path, raw: bytes) -> int:
     finally:
         os.close(directory)
     return len(raw)
+
+
+def write_off_loop(write: Callable[[], T]) -> Awaitable[T]:
+    """``write()`` in a daemon thread of its own; the future of its result on the running
+    loop. Unlike ``asyncio.to_thread`` (the loop's executor, joined at exit), a write
+    stuck in fsync holds neither a stop that stopped waiting for it nor the exit."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def settle(outcome: Callable[[], None]) -> None:
+        if not done.cancelled():
+            outcome()
+
+    def run() -> None:
+        try:
+            value = write()
+        except BaseException as exc:  # handed to the awaiting task, as to_thread does
+            caught = exc
+            _call_soon(loop, settle, lambda: done.set_exception(caught))
+        else:
+            _call_soon(loop, settle, lambda: done.set_result(value))
+
+    threading.Thread(target=run, name="gazetteer-state-write", daemon=True).start()
+    return done
+
+
+def _call_soon(
+    loop: asyncio.AbstractEventLoop,
+    settle: Callable[[Callable[[], None]], None],
+    outcome: Callable[[], None],
+) -> None:
+    try:
+        loop.call_soon_threadsafe(settle, outcome)
+    except RuntimeError:  # the loop closed meanwhile: the write outlived its stop
+        pass
+
+
+async def flush_within(flush: Awaitable[None], budget_s: float, what: str) -> bool:
+    """Await a stop's last ``flush``, at most ``budget_s``; False (logged
+    ``<what>_flush_cut``) when the budget ran out first."""
+    try:
+        async with asyncio.timeout(budget_s):
+            await flush
+    except TimeoutError:
+        log.warning(f"{what}_flush_cut", budget_s=budget_s)
+        return False
+    return True
 
 
 def state_directory(data_dir: Path, namespace: str) -> Path:

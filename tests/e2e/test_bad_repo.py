@@ -39,8 +39,11 @@ def the_repository(url: str) -> dict | None:
     return items[0] if items else None
 
 
-def check_index(url: str, bad: BadRepo, extra_skipped: dict[str, str]) -> str:
-    """Wait for `fresh` with every expected record; return the repository id."""
+def check_index(
+    url: str, bad: BadRepo, extra_skipped: dict[str, str], *logs: Gazetteer
+) -> str:
+    """Wait for `fresh` with every expected record; return the repository id. On a
+    miss, the failure shows the watcher's and worker's own account (``logs``)."""
     expected = {**bad.expected(), **extra_skipped}
     seen: dict[str, str | None] = {}
 
@@ -56,7 +59,8 @@ def check_index(url: str, bad: BadRepo, extra_skipped: dict[str, str]) -> str:
         eventually(indexed, 90, "every path of the bad repository recorded")
     except AssertionError:
         wrong = {p: (seen.get(p, "missing"), r) for p, r in expected.items() if seen.get(p) != r}
-        raise AssertionError(f"records differ (got, wanted): {wrong}") from None
+        told = "\n".join(line for part in logs for line in watch_story(part))
+        raise AssertionError(f"records differ (got, wanted): {wrong}\n{told}") from None
     repo = the_repository(url)
     assert repo is not None
     rid = repo["repo"]
@@ -66,6 +70,15 @@ def check_index(url: str, bad: BadRepo, extra_skipped: dict[str, str]) -> str:
     # Nothing outside the repository was read: no path leads there.
     assert not [p for p in seen if p.startswith(("ext_link/", "etc_dir_link/", "live_etc/"))]
     return rid
+
+
+def watch_story(part: Gazetteer) -> list[str]:
+    """The log lines of ``part`` that say what its watcher saw and did."""
+    return [
+        line
+        for line in part.log_text().splitlines()
+        if '"watch' in line or '"error' in line or "Traceback" in line or '"part_' in line
+    ][-80:]
 
 
 def edit_shows(url: str, rid: str, bad: BadRepo) -> None:
@@ -91,7 +104,7 @@ def test_up_survives_a_bad_repository_and_records_every_path(tmp_path: Path, git
         url = up.url()
         rid = check_index(url, bad, {})
         live = make_live_bad_changes(bad.root)
-        check_index(url, bad, live)
+        check_index(url, bad, live, up)
         edit_shows(url, rid, bad)
         assert up.proc.poll() is None, "gazetteer up exited"
         assert [e["role"] for e in up.log_events("part_started")] == ["serve", "worker", "watch"]
@@ -116,7 +129,7 @@ def test_the_split_layout_survives_a_bad_repository(tmp_path: Path) -> None:
         url = serve.url()
         rid = check_index(url, bad, {})
         live = make_live_bad_changes(bad.root)
-        check_index(url, bad, live)
+        check_index(url, bad, live, watch, worker)
         edit_shows(url, rid, bad)
         for part in parts:
             assert part.proc.poll() is None, part.log_text()[-2000:]

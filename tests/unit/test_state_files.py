@@ -3,7 +3,10 @@ and left to the log (or a full scan), a worker restored from them, and when it w
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +19,7 @@ from producers.events import encode as encode_event
 from producers.topics import DEFAULT_TOPICS
 from stores.delta_log import InMemoryDeltaLog
 from stores.repo_state import RepoState
-from stores.state_files import StateFiles
+from stores.state_files import StateFiles, write_off_loop
 from stores.state_snapshot import FORMAT_VERSION, canonical, capture
 from tests.factories import Stamp, tiny_parse
 
@@ -211,3 +214,83 @@ async def test_a_snapshot_of_another_history_than_the_log_is_refused(tmp_path: P
     theirs_state = reader_fold(theirs)
     assert index.state.seq == theirs_state.seq + 1  # the log's, then the claim
     assert index.state.fingerprint()[1:4] == theirs_state.fingerprint()[1:4]
+
+
+class SlowFiles(StateFiles):
+    """StateFiles whose writes wait for ``release`` (an fsync on a busy disk) and
+    record how many run at once."""
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__(directory)
+        self.release = threading.Event()
+        self.running = self.most_at_once = 0
+        self.started = threading.Semaphore(0)
+        self._count = threading.Lock()
+
+    def write(self, snapshot):  # type: ignore[no-untyped-def]
+        with self._count:
+            self.running += 1
+            self.most_at_once = max(self.most_at_once, self.running)
+        self.started.release()
+        try:
+            self.release.wait(10)
+            return super().write(snapshot)
+        finally:
+            with self._count:
+                self.running -= 1
+
+
+def dirty_keeper(files: StateFiles, now: list[float]) -> tuple[StateKeeper, Stamp]:
+    from tests.unit.test_state_snapshot import fold
+
+    states: dict[str, RepoState] = {}
+    keeper = StateKeeper(files, states.get, lambda repo: None, clock=lambda: now[0])
+    s = Stamp()
+    index, deltas = fold([s.claim(), s.changed("a.py", "def f")])
+    states["app-1"] = index.state
+    keeper.observed(deltas)
+    return keeper, s
+
+
+async def test_a_stops_flush_waits_for_the_write_under_way_and_never_writes_beside_it(
+    tmp_path: Path,
+) -> None:
+    files, now = SlowFiles(tmp_path), [100.0]
+    keeper, _ = dirty_keeper(files, now)
+    now[0] += 60
+    tick = asyncio.create_task(keeper.tick())
+    await asyncio.to_thread(files.started.acquire)  # the tick's write is in its fsync
+    flush = asyncio.create_task(keeper.flush())
+    await asyncio.sleep(0.05)
+    assert not flush.done()  # waits for the tick, does not write beside it
+    files.release.set()
+    await tick
+    assert await flush is True
+    assert files.most_at_once == 1 and keeper.written == 1  # the tick wrote it; nothing left
+    loaded = files.load("app-1")
+    assert loaded is not None and loaded.seq == 2
+    assert [p.name for p in tmp_path.iterdir()] == ["app-1.snap"]  # no temporary file left
+
+
+async def test_a_stops_flush_stuck_in_a_write_gives_up_at_its_budget(tmp_path: Path) -> None:
+    files, now = SlowFiles(tmp_path), [100.0]
+    keeper, _ = dirty_keeper(files, now)
+    started = time.monotonic()
+    with capture_logs() as logs:
+        assert await keeper.flush(budget_s=0.2) is False
+    assert time.monotonic() - started < 2
+    assert [e["event"] for e in logs if e["log_level"] == "warning"] == ["state_snapshot_flush_cut"]
+    assert keeper.written == 0  # not counted: the write never ended
+    files.release.set()  # the abandoned write ends in its own thread, whole
+    await asyncio.to_thread(lambda: [time.sleep(0.01) for _ in range(200) if not files.repos()])
+    loaded = files.load("app-1")
+    assert loaded is not None and loaded.seq == 2
+
+
+async def test_a_write_off_the_loop_hands_back_its_error() -> None:
+    def failing() -> int:
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        await write_off_loop(failing)
+    assert await write_off_loop(lambda: 7) == 7
