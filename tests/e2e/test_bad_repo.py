@@ -39,9 +39,7 @@ def the_repository(url: str) -> dict | None:
     return items[0] if items else None
 
 
-def check_index(
-    url: str, bad: BadRepo, extra_skipped: dict[str, str], *logs: Gazetteer
-) -> str:
+def check_index(url: str, bad: BadRepo, extra_skipped: dict[str, str], *logs: Gazetteer) -> str:
     """Wait for `fresh` with every expected record; return the repository id. On a
     miss, the failure shows the watcher's and worker's own account (``logs``)."""
     expected = {**bad.expected(), **extra_skipped}
