@@ -32,7 +32,7 @@ from deploy.broker_watch import BrokerReset, BrokerWatch
 from deploy.dense_setup import dense_index, worker_fill
 from deploy.listener import listen
 from deploy.metrics_server import metrics_served, report_consumer_lag
-from deploy.recovery import Recovery, recover_in_place
+from deploy.recovery import Recovery, joined_and_fetching, recover_in_place
 from deploy.settings import Settings
 from deploy.topics_admin import ensure_topics, install_no_topic_auto_creation
 from processors.app import MAX_DELTA_BYTES, WorkerConfig, create_app
@@ -55,6 +55,10 @@ from stores.vectors import VectorStore
 log = structlog.get_logger(__name__)
 
 TOPIC_CONFIG = {"max.message.bytes": str(MAX_DELTA_BYTES)}
+JOIN_TIMEOUT_FACTOR = 10
+"""A worker whose consumer has not joined its group, or not fetched a partition it was
+given, within this many session timeouts (60 s by default; either takes seconds) is
+started anew."""
 """For every topic; each topic's retention and compaction are its spec's (producers/topics.py)."""
 
 
@@ -179,10 +183,22 @@ async def _worker_generation(
     pipeline = app.gazetteer_pipeline  # type: ignore[attr-defined]
     lag = report_consumer_lag(app.consumer, settings.topics.file_events, pipeline.positions, stop)
     embedding = app.gazetteer_embedding  # type: ignore[attr-defined]
-    parts = [stop.wait(), lag] + ([embedding.run(stop)] if embedding is not None else [])
+    # A consumer that never joins its group, or never fetches a partition it was given,
+    # is replaced (deploy/recovery.joined_and_fetching).
+    joined = joined_and_fetching(
+        app.consumer,
+        settings.topics.file_events,
+        app.gazetteer_joined,  # type: ignore[attr-defined]
+        stop,
+        JOIN_TIMEOUT_FACTOR * settings.session_timeout_s,
+    )
+    parts = [joined, lag] + ([embedding.run(stop)] if embedding is not None else [])
+    tasks = [asyncio.ensure_future(part) for part in parts]
     try:
-        await asyncio.gather(*parts)
+        await asyncio.gather(*tasks)
     finally:
+        for task in tasks:  # one failed (a stalled join): the others end with it
+            task.cancel()
         keeper = app.gazetteer_state  # type: ignore[attr-defined]
         if keeper is not None:
             # A clean stop writes what changed since the last snapshots (issue 16): first
