@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from processors.indexer import RepoIndex
 from producers.events import EventBase, decode_file_event
-from producers.refusal import permanent
+from producers.refusal import permanent, unknown_server_error
 from stores.dead_letters import DeadLetter, FailureKind
 from stores.delta_log import DeltaLog, InMemoryDeltaLog
 from stores.deltas import GraphDelta
@@ -93,6 +93,9 @@ class Message:
 class RetryPolicy:
     first_delay_s: float = 0.2
     max_delay_s: float = 10.0
+    unknown_attempts: int = 8
+    """A broker's UNKNOWN_SERVER_ERROR (-1) is retried this many times before it counts
+    as a refusal: Tansu answers it for a while after it restarted with new topics."""
 
 
 class IndexingPipeline:
@@ -333,6 +336,7 @@ async def with_retry(
     a client error that is not retriable raises `PermanentPublishError` at once; anything
     else is a bug and raises as it is."""
     delay = policy.first_delay_s
+    unknown = 0
     while True:
         try:
             await send()  # type: ignore[misc]
@@ -342,7 +346,8 @@ async def with_retry(
         except Exception as exc:  # the client's own errors (KafkaError and kin)
             if type(exc).__module__.split(".")[0] not in ("aiokafka", "kafka", "faust"):
                 raise
-            if permanent(exc):
+            unknown += unknown_server_error(exc)
+            if permanent(exc) and not 0 < unknown <= policy.unknown_attempts:
                 bound.error("publish_refused", error=repr(exc))
                 raise PermanentPublishError(f"refused by the broker: {exc!r}") from exc
             bound.warning("publish_retried", error=repr(exc), delay_s=delay)
