@@ -96,6 +96,9 @@ class RetryPolicy:
     unknown_attempts: int = 8
     """A broker's UNKNOWN_SERVER_ERROR (-1) is retried this many times before it counts
     as a refusal: Tansu answers it for a while after it restarted with new topics."""
+    batch_attempts: int = 3
+    """A batch that fails outside any one event's handling is tried again from the log
+    this many times, then its events are dead-lettered (`process_batch`)."""
 
 
 class IndexingPipeline:
@@ -142,9 +145,16 @@ class IndexingPipeline:
         topic takes, though parts keep every message within 1 MB) is never retried
         forever: its event is dead-lettered, the batch's partitions are restored from
         the delta log (the deltas after it were computed on top of it), the event is
-        consumed without changes and the rest of the batch is handled again."""
+        consumed without changes and the rest of the batch is handled again.
+
+        A failure outside one event's handling (a partition's restore, a follower of the
+        deltas: a broker's hiccup, or a bug) drops what the batch's partitions hold in
+        memory and handles the batch again from the log, where nothing of it was
+        published (the deltas already there are replays): ``batch_attempts`` times, then
+        its events are dead-lettered with the reason, never dropped unseen."""
         rest = list(messages)
         skip: Message | None = None
+        failures, delay = 0, self._retry.first_delay_s
         while rest:
             try:
                 await self._process(rest, skip)
@@ -155,6 +165,17 @@ class IndexingPipeline:
                 log.error("delta_refused", offset=refused.message.offset, reason=refused.reason)
                 self._forget_indexes({m.partition for m in rest})
                 rest, skip = rest[at:], refused.message
+            except Exception as exc:
+                failures += 1
+                self._forget_indexes({m.partition for m in rest})
+                if failures > self._retry.batch_attempts:
+                    log.exception("batch_dead_lettered", events=len(rest), attempts=failures)
+                    for message in rest:
+                        await self._dead_letter(message, "bug", f"its batch failed: {_reason(exc)}")
+                    break
+                log.warning("batch_retried", error=repr(exc), attempt=failures, delay_s=delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self._retry.max_delay_s)
         for message in messages:
             self.positions[(message.topic, message.partition)] = message.offset + 1
 
