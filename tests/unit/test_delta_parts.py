@@ -282,7 +282,7 @@ WORDS = ["a", "pkg/mod.py", 'q"uote', "back\\slash", "€uro", "\U0001f600", "li
 
 
 def random_string(rng: random.Random, size: int) -> str:
-    return "".join(rng.choice(WORDS) for _ in range(size))
+    return "".join(rng.choices(WORDS, k=size))
 
 
 def random_delta(rng: random.Random, repo: str, seq: int) -> GraphDelta:
@@ -325,10 +325,11 @@ def test_random_deltas_join_back_exactly_in_any_order_duplicated_and_interleaved
     cut = 0
     for case in range(120):
         one, two = random_delta(rng, "app-1", case + 1), random_delta(rng, "app-2", case + 1)
-        first = [decode_delta(m) for m in encode_parts(one, LIMIT)]
-        second = [decode_delta(m) for m in encode_parts(two, LIMIT)]
+        sent = {delta.repo: encode_parts(delta, LIMIT) for delta in (one, two)}
+        first = [decode_delta(m) for m in sent[one.repo]]
+        second = [decode_delta(m) for m in sent[two.repo]]
         for delta, parts in ((one, first), (two, second)):
-            messages = encode_parts(delta, LIMIT)
+            messages = sent[delta.repo]
             assert max(len(m) for m in messages) <= LIMIT
             assert len(messages) <= max(1, bound(delta, LIMIT))
             assert all(len(p.part.pieces) <= 2 for p in parts if p.part is not None)
