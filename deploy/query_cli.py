@@ -6,18 +6,17 @@ in under 0.5 s)."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from typing import Any
 
 import httpx
 
-from query.service_client import QueryError, expand, get_json
+from query.service_client import QueryError, expand, get_json_now
 
 
-async def _ask(url: str, path: str, params: dict[str, object]) -> Any:
-    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
-        return await get_json(client, path, params)
+def _ask(url: str, path: str, params: dict[str, object]) -> Any:
+    with httpx.Client(base_url=url, timeout=60) as client:
+        return get_json_now(client, path, params)
 
 
 def _refused(verb: str, error: QueryError) -> int:
@@ -30,7 +29,7 @@ def _refused(verb: str, error: QueryError) -> int:
 def search(args: argparse.Namespace) -> int:
     path = expand("/repositories/{repo}/search", {"repo": args.repo})
     try:
-        page = asyncio.run(_ask(args.url, path, {"q": args.question, "limit": args.limit}))
+        page = _ask(args.url, path, {"q": args.question, "limit": args.limit})
     except QueryError as exc:
         return _refused("search", exc)
     for hit in page["items"]:
@@ -48,7 +47,7 @@ def context(args: argparse.Namespace) -> int:
     path = expand("/repositories/{repo}/context", {"repo": args.repo})
     about = {"q": args.q, "symbol": args.symbol, "path": args.path, "budget": args.budget}
     try:
-        pack = asyncio.run(_ask(args.url, path, about))
+        pack = _ask(args.url, path, about)
     except QueryError as exc:
         return _refused("context", exc)
     print(pack["text"])
