@@ -15,7 +15,7 @@ import structlog
 from deploy.dense_setup import worker_fill
 from deploy.metrics_server import metrics_served, report_consumer_lag
 from deploy.parts import run_part, stop_on_signals, supervise
-from deploy.recovery import Recovery, recover_in_place
+from deploy.recovery import Recovery, joined_and_fetching, recover_in_place
 from deploy.runtime import Cluster, cluster_of, ensurer, run_dir, state_files
 from deploy.settings import Settings
 from processors.app import WorkerConfig, create_app
@@ -28,6 +28,11 @@ from stores.text.dense_fill import DenseFill
 from stores.vectors import VectorStore
 
 log = structlog.get_logger(__name__)
+
+JOIN_TIMEOUT_FACTOR = 10
+"""A worker whose consumer has not joined its group, or not fetched a partition it was
+given, within this many session timeouts (60 s by default; either takes seconds) is
+started anew."""
 
 
 def main(args: argparse.Namespace, settings: Settings) -> int:
@@ -108,10 +113,22 @@ async def _worker_generation(
     pipeline = app.gazetteer_pipeline  # type: ignore[attr-defined]
     lag = report_consumer_lag(app.consumer, settings.topics.file_events, pipeline.positions, stop)
     embedding = app.gazetteer_embedding  # type: ignore[attr-defined]
-    parts = [stop.wait(), lag] + ([embedding.run(stop)] if embedding is not None else [])
+    # A consumer that never joins its group, or never fetches a partition it was given,
+    # is replaced (deploy/recovery.joined_and_fetching).
+    joined = joined_and_fetching(
+        app.consumer,
+        settings.topics.file_events,
+        app.gazetteer_joined,  # type: ignore[attr-defined]
+        stop,
+        JOIN_TIMEOUT_FACTOR * settings.session_timeout_s,
+    )
+    parts = [joined, lag] + ([embedding.run(stop)] if embedding is not None else [])
+    tasks = [asyncio.ensure_future(part) for part in parts]
     try:
-        await asyncio.gather(*parts)
+        await asyncio.gather(*tasks)
     finally:
+        for task in tasks:  # one failed (a stalled join): the others end with it
+            task.cancel()
         keeper = app.gazetteer_state  # type: ignore[attr-defined]
         if keeper is not None:
             # A clean stop writes what changed since the last snapshots (issue 16): first

@@ -8,6 +8,7 @@ malformed message becomes a dead letter with its reason instead of a crashed age
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +22,15 @@ from processors.indexer import RepoIndex
 from processors.neighborhood_stream import NeighborhoodStream, SnapshotSink
 from processors.neighborhoods.recluster import ReclusterSettings
 from processors.neighborhoods.reclusterer import Debounce, Reclusterer
-from processors.pipeline import DeltaObserver, DeltaObservers, IndexingPipeline, Message
+from processors.pipeline import (
+    DeltaObserver,
+    DeltaObservers,
+    IndexingPipeline,
+    Message,
+    PermanentPublishError,
+    RetryPolicy,
+    with_retry,
+)
 from processors.state_keeper import (
     CheckedDeltaLog,
     NeighborhoodsWithState,
@@ -146,7 +155,9 @@ def create_app(
     restoring = None if files is None else SnapshotIndexes(files)
     snapshot_log = deps["snapshot_log"]
     if restoring is not None:
-        snapshot_log = NeighborhoodsWithState(snapshot_log, restoring, where, sink.publish_snapshot)
+        snapshot_log = NeighborhoodsWithState(
+            snapshot_log, restoring, where, functools.partial(republish, sink)
+        )
     neighborhoods = NeighborhoodStream(reclusterer, snapshot_log, snapshots)
     keeper: StateKeeper | None = None
     if pipeline is None:
@@ -217,15 +228,33 @@ def create_app(
         except Exception:  # a full disk, or a bug: the log still holds the state; go on
             log.exception("state_snapshot_failed")
 
+    joined = asyncio.Event()  # a join of the group completed (deploy/recovery.joined_within)
+
+    @app.on_partitions_assigned.connect  # type: ignore[arg-type]
+    async def note_joined(app: faust.App, assigned: set[Any], **_: Any) -> None:
+        ours = sorted(tp.partition for tp in assigned if tp.topic == config.topics.file_events)
+        log.info("worker_joined", partitions=ours)
+        joined.set()
+
     @app.on_partitions_revoked.connect  # type: ignore[arg-type]
     async def forget_revoked(app: faust.App, revoked: set[Any], **_: Any) -> None:
         pipeline.revoke({tp.partition for tp in revoked if tp.topic == config.topics.file_events})
 
     app.gazetteer_pipeline = pipeline  # type: ignore[attr-defined]
+    app.gazetteer_joined = joined  # type: ignore[attr-defined]
     app.gazetteer_neighborhoods = neighborhoods  # type: ignore[attr-defined]
     app.gazetteer_embedding = embedding  # type: ignore[attr-defined]
     app.gazetteer_state = keeper  # type: ignore[attr-defined]
     return app
+
+
+async def republish(sink: FaustDeltaSink, snapshot: NeighborhoodSnapshot) -> None:
+    """Publish neighborhoods kept by a state snapshot again, retrying what is transient;
+    a refusal is logged and the restore goes on (the next recluster publishes anew)."""
+    try:
+        await with_retry(functools.partial(sink.publish_snapshot, snapshot), log, RetryPolicy())
+    except PermanentPublishError as exc:
+        log.warning("neighborhoods_republish_refused", repo=snapshot.repo, error=str(exc))
 
 
 def partitioner(partitions: int) -> Callable[[str], int]:

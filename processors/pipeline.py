@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from processors.indexer import RepoIndex
 from producers.events import EventBase, decode_file_event
-from producers.refusal import permanent
+from producers.refusal import permanent, unknown_server_error
 from stores.dead_letters import DeadLetter, FailureKind
 from stores.delta_log import DeltaLog, InMemoryDeltaLog
 from stores.deltas import GraphDelta
@@ -93,6 +93,12 @@ class Message:
 class RetryPolicy:
     first_delay_s: float = 0.2
     max_delay_s: float = 10.0
+    unknown_attempts: int = 8
+    """A broker's UNKNOWN_SERVER_ERROR (-1) is retried this many times before it counts
+    as a refusal: Tansu answers it for a while after it restarted with new topics."""
+    batch_attempts: int = 3
+    """A batch that fails outside any one event's handling is tried again from the log
+    this many times, then its events are dead-lettered (`process_batch`)."""
 
 
 class IndexingPipeline:
@@ -139,9 +145,16 @@ class IndexingPipeline:
         topic takes, though parts keep every message within 1 MB) is never retried
         forever: its event is dead-lettered, the batch's partitions are restored from
         the delta log (the deltas after it were computed on top of it), the event is
-        consumed without changes and the rest of the batch is handled again."""
+        consumed without changes and the rest of the batch is handled again.
+
+        A failure outside one event's handling (a partition's restore, a follower of the
+        deltas: a broker's hiccup, or a bug) drops what the batch's partitions hold in
+        memory and handles the batch again from the log, where nothing of it was
+        published (the deltas already there are replays): ``batch_attempts`` times, then
+        its events are dead-lettered with the reason, never dropped unseen."""
         rest = list(messages)
         skip: Message | None = None
+        failures, delay = 0, self._retry.first_delay_s
         while rest:
             try:
                 await self._process(rest, skip)
@@ -152,6 +165,17 @@ class IndexingPipeline:
                 log.error("delta_refused", offset=refused.message.offset, reason=refused.reason)
                 self._forget_indexes({m.partition for m in rest})
                 rest, skip = rest[at:], refused.message
+            except Exception as exc:
+                failures += 1
+                self._forget_indexes({m.partition for m in rest})
+                if failures > self._retry.batch_attempts:
+                    log.exception("batch_dead_lettered", events=len(rest), attempts=failures)
+                    for message in rest:
+                        await self._dead_letter(message, "bug", f"its batch failed: {_reason(exc)}")
+                    break
+                log.warning("batch_retried", error=repr(exc), attempt=failures, delay_s=delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self._retry.max_delay_s)
         for message in messages:
             self.positions[(message.topic, message.partition)] = message.offset + 1
 
@@ -333,6 +357,7 @@ async def with_retry(
     a client error that is not retriable raises `PermanentPublishError` at once; anything
     else is a bug and raises as it is."""
     delay = policy.first_delay_s
+    unknown = 0
     while True:
         try:
             await send()  # type: ignore[misc]
@@ -342,7 +367,8 @@ async def with_retry(
         except Exception as exc:  # the client's own errors (KafkaError and kin)
             if type(exc).__module__.split(".")[0] not in ("aiokafka", "kafka", "faust"):
                 raise
-            if permanent(exc):
+            unknown += unknown_server_error(exc)
+            if permanent(exc) and not 0 < unknown <= policy.unknown_attempts:
                 bound.error("publish_refused", error=repr(exc))
                 raise PermanentPublishError(f"refused by the broker: {exc!r}") from exc
             bound.warning("publish_retried", error=repr(exc), delay_s=delay)

@@ -23,6 +23,7 @@ from aiokafka.errors import (
     MessageSizeTooLargeError,
     RecordListTooLargeError,
     RecordTooLargeError,
+    UnknownError,
 )
 from pydantic import Field
 
@@ -38,6 +39,12 @@ def permanent(exc: BaseException) -> bool:
     not retriable. A timeout is not: aiokafka marks it so, but it is the broker away."""
     error = _kafka_error(exc)
     return error is not None and not error.retriable and not isinstance(error, KafkaTimeoutError)
+
+
+def unknown_server_error(exc: BaseException) -> bool:
+    """Whether the broker answered UNKNOWN_SERVER_ERROR (-1): not retriable by the book,
+    yet what Tansu answers for a while after a restart (callers retry it a few times)."""
+    return isinstance(_kafka_error(exc), UnknownError)
 
 
 def too_large(exc: BaseException) -> bool:

@@ -103,12 +103,19 @@ def unit_rows(vectors: Sequence[Vector]) -> NDArray[np.float32]:
     return matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), np.float32(1e-12))
 
 
+GROWTH = 1.25
+"""A full matrix grows by a quarter: at most a fifth of it unused (doubling left 43% of
+sympy's 100 MB matrix empty: 65,536 rows for 37,475 chunks), at a copy per growth
+(amortized O(1) per row all the same)."""
+FIRST_ROWS = 1024
+
+
 class _RepoVectors:
     """One repository's rows: a growable float32 matrix, row <-> id maps, paths."""
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
-        self.matrix = np.zeros((1024, dim), dtype=np.float32)
+        self.matrix = np.zeros((FIRST_ROWS, dim), dtype=np.float32)
         self.ids: list[str] = []
         self.payloads: list[dict[str, Any]] = []
         self.rows: dict[str, int] = {}
@@ -119,7 +126,9 @@ class _RepoVectors:
         if row is None:
             row = len(self.ids)
             if row == len(self.matrix):
-                self.matrix = np.vstack([self.matrix, np.zeros_like(self.matrix)])
+                grown = np.zeros((int(len(self.matrix) * GROWTH) + 1, self.dim), np.float32)
+                grown[:row] = self.matrix
+                self.matrix = grown
             self.ids.append(point_id)
             self.payloads.append(payload)
             self.rows[point_id] = row

@@ -198,3 +198,25 @@ def test_qdrant_point_ids_are_uuid5_of_repo_and_chunk() -> None:
     assert first == qdrant_point_id("app", "a.py#f")
     assert first != qdrant_point_id("lib", "a.py#f")
     assert first[14] == "5"  # the UUID version digit
+
+
+def test_the_in_memory_matrix_grows_by_a_quarter_and_keeps_every_row() -> None:
+    from stores.vectors import FIRST_ROWS, GROWTH, InMemoryVectorStore
+
+    rng = np.random.default_rng(11)
+    vectors = rng.normal(size=(3_000, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    store = InMemoryVectorStore()
+    for start in range(0, 3_000, 250):  # batches, as the fill stores them
+        batch = range(start, start + 250)
+        store.upsert("app", [(f"c{r:04d}", vectors[r], {"path": f"m{r % 97}.py"}) for r in batch])
+    capacity = len(store._repos["app"].matrix)
+    grown = FIRST_ROWS
+    while grown < 3_000:
+        grown = int(grown * GROWTH) + 1
+    assert capacity == grown == 3_131  # 1024, 1281, 1602, 2003, 2504, 3131: within 1.25x
+    query = vectors[1234]
+    hits = store.search("app", query, limit=5)
+    expected = sorted(range(3_000), key=lambda r: (-float(vectors[r] @ query), r))[:5]
+    assert [h.point_id for h in hits] == [f"c{r:04d}" for r in expected]
+    assert hits[0].point_id == "c1234"

@@ -9,6 +9,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -56,9 +57,15 @@ class Stack:
     parts: dict[str, Part] = field(default_factory=dict)
     model: ReadModel | None = None
     url: str | None = None
+    worker_apps: list[Any] = field(default_factory=list)  # each generation's faust app
 
     async def start_worker(self) -> None:
-        self._start("worker", lambda stop: run_worker(self.settings, self.cluster, stop))
+        self._start(
+            "worker",
+            lambda stop: run_worker(
+                self.settings, self.cluster, stop, on_started=self.worker_apps.append
+            ),
+        )
 
     async def start_query(self) -> str:
         self.model = ReadModel()

@@ -82,6 +82,8 @@ async def test_scan_is_indexed_and_fresh_with_skipped_files_recorded(
     assert views["depends_on"] == ["app/models.py", "json"]
     main = await stack.get(f"/repositories/{rid}/files/web/main.js")
     assert main["language"] == "javascript" and main["depends_on"] == ["web/util.js"]
+    # The worker's consumer joined its group, as the join watchdog expects of it.
+    assert [app.gazetteer_joined.is_set() for app in stack.worker_apps] == [True]
 
 
 async def test_edits_creations_renames_deletions_and_commits_are_followed(

@@ -14,6 +14,7 @@ from aiokafka.errors import (
     MessageSizeTooLargeError,
     NotLeaderForPartitionError,
     RecordTooLargeError,
+    UnknownError,
 )
 
 from processors.pipeline import PermanentPublishError, RetryPolicy, with_retry
@@ -242,3 +243,25 @@ async def test_the_worker_retries_transient_errors_and_raises_permanent_ones() -
         await asyncio.wait_for(with_retry(send, structlog.get_logger(), policy), 5)
     assert calls == ["send"] * 3  # two transient failures retried, the refusal raised
     assert isinstance(raised.value.__cause__, MessageSizeTooLargeError)
+
+
+async def test_an_unknown_server_error_is_retried_a_few_times_then_refused() -> None:
+    calls: list[int] = []
+
+    async def flaky() -> None:  # Tansu just after a restart: -1 twice, then fine
+        calls.append(1)
+        if len(calls) <= 2:
+            raise UnknownError()
+
+    policy = RetryPolicy(first_delay_s=0.001, max_delay_s=0.002, unknown_attempts=3)
+    await asyncio.wait_for(with_retry(flaky, structlog.get_logger(), policy), 5)
+    assert len(calls) == 3
+
+    async def always() -> None:
+        calls.append(1)
+        raise UnknownError()
+
+    calls.clear()
+    with pytest.raises(PermanentPublishError) as raised:
+        await asyncio.wait_for(with_retry(always, structlog.get_logger(), policy), 5)
+    assert len(calls) == 4 and isinstance(raised.value.__cause__, UnknownError)

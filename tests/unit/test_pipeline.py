@@ -322,3 +322,47 @@ async def test_an_unclaimed_and_an_out_of_order_event_are_dead_lettered_not_appl
         ("rejected", "out of order: expected seq 2, got 4 (a resend will bring it again)"),
     ]
     assert [d.event_kind for d in sink.deltas] == ["lease_claimed"]
+
+
+class FlakyLog(InMemoryDeltaLog):
+    """A delta log whose partition reads fail ``failures`` times (a restore's hiccup)."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    async def read_partition(self, partition: int):  # type: ignore[no-untyped-def]
+        if self.failures:
+            self.failures -= 1
+            raise RuntimeError("the restore failed")
+        return await super().read_partition(partition)
+
+
+def flaky_pipeline(log: FlakyLog) -> tuple[IndexingPipeline, InMemoryDeltaSink]:
+    sink = InMemoryDeltaSink(log)
+    retry = RetryPolicy(first_delay_s=0.001, max_delay_s=0.002, batch_attempts=3)
+    return IndexingPipeline(
+        log, sink, retry=retry, new_index=lambda r: RepoIndex(r, tiny_parse)
+    ), sink
+
+
+async def test_a_batch_failing_outside_its_events_is_handled_again_from_the_log() -> None:
+    log = FlakyLog(failures=2)
+    p, sink = flaky_pipeline(log)
+    s = Stamp()
+    batch = [message(s.claim(), 0), message(s.changed("a.py", "def f"), 1)]
+    await asyncio.wait_for(p.process_batch(batch), 2)
+    assert [d.source.seq for d in sink.deltas] == [1, 2] and sink.dead_letters == []
+    assert log.failures == 0 and p.positions == {(DEFAULT_TOPICS.file_events, 0): 2}
+
+
+async def test_a_batch_that_keeps_failing_is_dead_lettered_never_dropped_unseen() -> None:
+    log = FlakyLog(failures=10)
+    p, sink = flaky_pipeline(log)
+    s = Stamp()
+    batch = [message(s.claim(), 0), message(s.changed("a.py", "def f"), 1)]
+    await asyncio.wait_for(p.process_batch(batch), 2)
+    assert sink.deltas == [] and log.failures == 6  # tried 4 times: once and 3 again
+    assert [(d.failure, d.offset) for d in sink.dead_letters] == [("bug", 0), ("bug", 1)]
+    assert all(d.reason.startswith("its batch failed: ") for d in sink.dead_letters)
+    assert p.positions == {(DEFAULT_TOPICS.file_events, 0): 2}
