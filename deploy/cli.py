@@ -2,49 +2,64 @@
 
 from __future__ import annotations
 
-# First, before anything slow: a Ctrl-C while the rest imports (2-4 s) is remembered.
+# First, before anything slow: a Ctrl-C while the verb's modules import is remembered.
 from deploy import ctrl_c  # isort: split
 
 import argparse
-import asyncio
-import atexit
-import contextlib
-import functools
 import gc
-import os
-import signal
+import importlib
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import structlog
-from aiokafka.errors import KafkaConnectionError
-from prometheus_client import REGISTRY
+if TYPE_CHECKING:
+    from deploy.settings import Settings
 
-from deploy import eval_cli, query_cli, ranking_cli
-from deploy.child_process import watch_parent
-from deploy.dense_setup import DenseSetupError, check_dense_settings
-from deploy.embedded_broker import EmbeddedBroker
-from deploy.logging_setup import configure_logging
-from deploy.runtime import (
-    Cluster,
-    connect,
-    report_progress,
-    run_query,
-    run_sources,
-    run_worker,
-    state_files,
-)
-from deploy.settings import Settings
-from deploy.supervisor import GaveUpError
-from deploy.topics_admin import TopicMismatch
-from deploy.up import announcement, inherited_socket, run_up
-from query.mcp_tools import serve_stdio
-from query.metrics import Peer, PeerCollector
-from query.read_model import ReadModel
-from stores.state_snapshot import SnapshotHeader
+QUERY_URL = "http://127.0.0.1:8765"
+"""Where the query verbs (``search``, ``context``, ``mcp``) ask by default: ``up``'s port."""
 
-log = structlog.get_logger("gazetteer")
+PEERS = ("bm25", "none")
+"""``eval localize --peer``: `deploy.eval_peer.PEERS` (tests/unit/test_cli_imports.py keeps
+them equal; that module imports the search core, which ``--help`` does not need)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verb:
+    """A verb and what running it takes. This module and the parser import nothing but the
+    standard library; ``target`` ("module:function") is imported only when the verb runs
+    (issue 20: importing every verb's machinery made ``gazetteer --help`` take 3.3 s and
+    delayed every process ``up`` starts and every ``search`` by 2.6 s)."""
+
+    target: str
+    settings: bool = True
+    """Builds the process's Settings and configures logging; the function takes both
+    ``(args, settings)``. The query verbs that only print an answer take ``(args)``."""
+    broker: bool = False
+    """Refuses to run without ``--broker``."""
+    dense: bool = False
+    """Refuses dense retrieval settings that cannot work together."""
+    service: bool = False
+    """Runs until stopped: a Ctrl-C is a requested stop (exit 0)."""
+
+    def load(self) -> Callable[..., int]:
+        module, function = self.target.split(":")
+        return getattr(importlib.import_module(module), function)  # type: ignore[no-any-return]
+
+
+VERBS: Mapping[str, Verb] = {
+    "up": Verb("deploy.up:main", dense=True, service=True),
+    "worker": Verb("deploy.worker_part:main", broker=True, dense=True, service=True),
+    "watch": Verb("deploy.sources_part:main", broker=True, service=True),
+    "serve": Verb("deploy.query_part:main", broker=True, dense=True, service=True),
+    "broker": Verb("deploy.up:broker_main", service=True),
+    "eval": Verb("deploy.eval_cli:run"),
+    "ranking": Verb("deploy.ranking_cli:run"),
+    "mcp": Verb("deploy.mcp_cli:main"),
+    "search": Verb("deploy.query_cli:search", settings=False),
+    "context": Verb("deploy.query_cli:context", settings=False),
+}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -74,13 +89,78 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--progress", action="store_true", help=argparse.SUPPRESS)
     serve.add_argument("--metrics-peer", action="append", default=[], help=argparse.SUPPRESS)
     sub.add_parser("broker", help="run the embedded broker alone and print its address")
-    eval_cli.add_parser(sub)
-    ranking_cli.add_parser(sub)
-    query_cli.add_parser(sub)
+    _eval_parser(sub)
+    _ranking_parser(sub)
+    _query_parsers(sub)
     return parser
 
 
+def _eval_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``gazetteer eval``: measure retrieval on a benchmark (``localize``) and fit the
+    ranking weights on what it measured (``tune``); run by deploy/eval_cli.py."""
+    evaluate = sub.add_parser("eval", help="measure retrieval on a benchmark")
+    tasks = evaluate.add_subparsers(dest="task", required=True)
+    localize = tasks.add_parser(
+        "localize", help="rank files for real issues; write predictions score.py reads"
+    )
+    localize.add_argument("--dataset", type=Path, required=True, help="instances, JSON lines")
+    localize.add_argument(
+        "--repos", type=Path, required=True, help="holds <owner>__<name>__<sha12>/ per instance"
+    )
+    localize.add_argument("--out", type=Path, required=True, help="predictions, JSON lines")
+    localize.add_argument("--limit", type=int, help="only the first N instances")
+    localize.add_argument(
+        "--embedder", help="add the dense signal: default, hash:256, onnx:..., st:..., openai:..."
+    )
+    localize.add_argument(
+        "--peer",
+        choices=PEERS,
+        default="bm25",
+        help="the same-run peer: whole-file BM25 over code-aware tokens (*.peer-bm25.jsonl)",
+    )
+    tune = tasks.add_parser(
+        "tune", help="fit the ranking weights on the candidates `eval localize` wrote"
+    )
+    tune.add_argument("--dataset", type=Path, required=True, help="instances with gold_files")
+    tune.add_argument(
+        "--signals", type=Path, required=True, help="the *.signals.jsonl of `eval localize`"
+    )
+    tune.add_argument("--out", type=Path, required=True, help="the ranking profile, JSON")
+
+
+def _ranking_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``gazetteer ranking set FILE``, run by deploy/ranking_cli.py."""
+    ranking = sub.add_parser("ranking", help="store the search weights with the index")
+    verbs = ranking.add_subparsers(dest="ranking_verb", required=True)
+    put = verbs.add_parser("set", help="publish a ranking profile (needs --broker)")
+    put.add_argument("file", type=Path, help="a profile from `eval tune`, or {name: weight}")
+    put.add_argument("--repo", help="only this repository (default: every repository)")
+
+
+def _query_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """The verbs that ask a running query service (``up`` or ``serve``) over HTTP, run by
+    deploy/query_cli.py and deploy/mcp_cli.py."""
+    url = {"default": QUERY_URL, "help": f"the query service (default {QUERY_URL})"}
+    mcp = sub.add_parser("mcp", help="serve the query tools to an agent over MCP (stdio)")
+    mcp.add_argument("--url", **url)
+    search = sub.add_parser("search", help="rank a repository's files for a question")
+    search.add_argument("repo")
+    search.add_argument("question")
+    search.add_argument("--limit", type=int, default=10, help="files to list (default 10)")
+    search.add_argument("--url", **url)
+    context = sub.add_parser("context", help="print a context pack: the code to read, in budget")
+    context.add_argument("repo")
+    about = context.add_mutually_exclusive_group(required=True)
+    about.add_argument("--q", help="a question or an issue's text")
+    about.add_argument("--symbol", help="a symbol name: 'Session.send'")
+    about.add_argument("--path", help="a file's path in the repository")
+    context.add_argument("--budget", type=int, default=8000, help="tokens (default 8000)")
+    context.add_argument("--url", **url)
+
+
 def _settings(args: argparse.Namespace) -> Settings:
+    from deploy.settings import Settings  # pydantic-settings: only for the verbs that use it
+
     overrides = {
         key: value
         for key, value in {
@@ -98,208 +178,18 @@ def _settings(args: argparse.Namespace) -> Settings:
     return Settings(**overrides)  # type: ignore[arg-type]
 
 
-def _check_paths(paths: Sequence[Path]) -> list[Path]:
-    roots = []
-    for path in paths:
-        resolved = path.expanduser().resolve()
-        if not resolved.is_dir():
-            raise SystemExit(f"gazetteer: {path} is not a directory")
-        roots.append(resolved)
-    if len(set(roots)) != len(roots):
-        raise SystemExit("gazetteer: a repository is named twice")
-    return roots
+def _refused(settings: Settings, verb: Verb) -> str | None:
+    """Why these settings cannot run the verb, or None."""
+    if verb.broker and settings.bootstrap is None:
+        return "needs --broker kafka://host:port"
+    if verb.dense:
+        from deploy.dense_setup import DenseSetupError, check_dense_settings
 
-
-@contextlib.asynccontextmanager
-async def _cluster(settings: Settings) -> AsyncIterator[Cluster]:
-    if settings.bootstrap is not None:
-        yield await connect(settings, settings.bootstrap)
-        return
-    async with EmbeddedBroker() as broker:
-        yield await connect(settings, broker.bootstrap)
-
-
-_PARENT_WATCH: set[asyncio.Task[None]] = set()
-
-
-STOP_DEADLINE_S = 10.0
-"""How long a requested stop may take before the process exits without the parts."""
-
-
-def _stop_on_signals(stop: asyncio.Event, parent_pid: int | None = None) -> None:
-    """The first SIGINT/SIGTERM sets ``stop``, a second exits at once. With a
-    ``parent_pid`` (a part under `up`), the parent's death sets ``stop`` too."""
-    loop = asyncio.get_running_loop()
-    if parent_pid is not None:
-        watching = loop.create_task(watch_parent(parent_pid, stop), name="parent-watch")
-        _PARENT_WATCH.add(watching)
-        watching.add_done_callback(_PARENT_WATCH.discard)
-
-    def request_stop() -> None:
-        if stop.is_set():  # a second Ctrl-C: the user means it
-            _exit_now(130)
-        log.info("stop_requested")
-        stop.set()
-        loop.call_later(STOP_DEADLINE_S, _overdue)
-
-    def _overdue() -> None:
-        """A part still stopping after the deadline: say which, and stop anyway (issue
-        15: Ctrl-C always stops within seconds; a part that hangs on its way out leaves
-        its evidence in this line)."""
-        running = sorted(t.get_name() for t in asyncio.all_tasks(loop) if not t.done())
-        log.warning("stop_overdue", after_s=STOP_DEADLINE_S, still_running=running[:20])
-        _exit_now(0)
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, request_stop)
-
-
-def _exit_now(code: int) -> None:
-    """Exit without waiting for the parts. SystemExit would not do: asyncio.run then waits
-    for every cancelled task, and a part stuck on a broker that is gone (a producer sending
-    its last status) never finishes. The exit hooks still run: they stop an embedded broker."""
-    log.warning("stop_forced")
-    atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
-async def _supervise(stop: asyncio.Event, parts: Sequence[Awaitable[None]]) -> None:
-    """Run the parts until a stop is requested or one of them fails; then stop all."""
-    tasks = [asyncio.ensure_future(p) for p in parts]
-    stopping = asyncio.ensure_future(stop.wait())
-    done, _ = await asyncio.wait([*tasks, stopping], return_when=asyncio.FIRST_COMPLETED)
-    failed = [t for t in done if t is not stopping and t.exception() is not None]
-    stop.set()
-    results = await asyncio.gather(*tasks, return_exceptions=True)
-    stopping.cancel()
-    for task in failed:
-        raise task.exception()  # type: ignore[misc]
-    for result in results:
-        if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
-            log.error("part_failed", error=repr(result))
-
-
-async def _up(settings: Settings, roots: list[Path]) -> int:
-    """The supervisor of `deploy.up`: 0 after a requested stop, 1 if a part kept crashing."""
-    stop = asyncio.Event()
-    _stop_on_signals(stop)
-    if ctrl_c.requested():
-        stop.set()
-    try:
-        await run_up(settings, roots, stop)
-    except GaveUpError as error:
-        print(f"gazetteer up: {error}", file=sys.stderr)
-        return 1
-    return 0
-
-
-Remembered = Callable[[str], SnapshotHeader | None]
-"""A repository's state snapshot header as a session found it at start (read once: the
-worker writes newer ones only of what the session sends)."""
-
-
-def _indexed_commit(model: ReadModel, remembered: Remembered) -> Callable[[str], str | None]:
-    """The commit each repository was last indexed at: the state folded from the topics,
-    else the worker's state snapshot (issue 16: after `up` restarts on an empty embedded
-    broker, so that the session reconciles by git diff instead of scanning in full).
-    The snapshot is verified whole (checksums) but not decoded, which is the worker's
-    part; one that does not verify is rejected here and there alike: both start over."""
-
-    def since(repo: str) -> str | None:
-        view = model.repos.get(repo)
-        if view is not None and view.state.seq > 0:
-            return view.state.indexed_commit
-        snapshot = remembered(repo)
-        return snapshot.indexed_commit if snapshot is not None else None
-
-    return since
-
-
-def _known_epoch(model: ReadModel, remembered: Remembered) -> Callable[[str], int]:
-    """The largest lease epoch known: the read model's, or the snapshot's lease."""
-
-    def known(repo: str) -> int:
-        snapshot = remembered(repo)
-        return max(model.known_epoch(repo), snapshot.epoch if snapshot is not None else 0)
-
-    return known
-
-
-async def _watch(settings: Settings, roots: list[Path], parent_pid: int | None) -> None:
-    stop = asyncio.Event()
-    _stop_on_signals(stop, parent_pid)
-    async with _cluster(settings) as cluster:
-        # Learn the last indexed commit of each repository from the materialized state,
-        # so that a restart reconciles with a git diff instead of a full scan.
-        model = ReadModel()
-        remembered: Remembered = functools.cache(state_files(settings).peek)
-        ready = asyncio.Event()
-
-        async def read_state() -> None:
-            from query.materializer import Materializer
-
-            materializer = Materializer(
-                model,
-                cluster.bootstrap,
-                cluster.end_offsets,
-                topics=settings.topics,
-            )
-            reading = asyncio.create_task(materializer.run(ready))
-            await materializer.ready.wait()
-            ready.set()
-            await reading
-
-        await read_state()
-        await _supervise(
-            stop,
-            [
-                run_sources(
-                    settings,
-                    cluster,
-                    roots,
-                    stop,
-                    since=_indexed_commit(model, remembered),
-                    # each session claims one more (issue 15)
-                    known_epoch=_known_epoch(model, remembered),
-                )
-            ],
-        )
-
-
-async def _worker(settings: Settings, parent_pid: int | None) -> None:
-    stop = asyncio.Event()
-    _stop_on_signals(stop, parent_pid)
-    async with _cluster(settings) as cluster:
-        await _supervise(stop, [run_worker(settings, cluster, stop)])
-
-
-async def _serve(settings: Settings, args: argparse.Namespace) -> None:
-    stop = asyncio.Event()
-    _stop_on_signals(stop, args.parent_pid)
-    if args.metrics_peer:
-        peers = [Peer(*spec.split("=", 1)) for spec in args.metrics_peer]
-        REGISTRY.register(PeerCollector(peers))
-    async with _cluster(settings) as cluster:
-        model = ReadModel()
-        sock = inherited_socket(args.listen_fd) if args.listen_fd is not None else None
-        query = run_query(
-            settings, cluster, stop, model=model, on_listening=_announce, listening=sock
-        )
-        await _supervise(stop, [query, *([report_progress(model, stop)] if args.progress else [])])
-
-
-def _announce(url: str) -> None:
-    print(announcement(url), flush=True)
-
-
-async def _broker(settings: Settings) -> None:
-    stop = asyncio.Event()
-    _stop_on_signals(stop)
-    async with EmbeddedBroker() as broker:
-        print(f"kafka://{broker.bootstrap}", flush=True)
-        await stop.wait()
+        try:
+            check_dense_settings(settings)
+        except DenseSetupError as exc:
+            return str(exc)
+    return None
 
 
 GC_THRESHOLDS = (50_000, 20, 100)
@@ -308,59 +198,30 @@ thresholds the collector took a third of a django graph build (1.5 of 5.7 s) and
 paused a single sympy edit for 2.3 s (tests/bench/graph_build.py)."""
 
 
-SERVICES = frozenset({"up", "worker", "watch", "serve", "broker"})
-"""The commands that run until stopped: their Ctrl-C is a requested stop (exit 0)."""
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    settings = _settings(args)
-    configure_logging(settings.log_level, settings.log_format)
-    gc.set_threshold(*GC_THRESHOLDS)
-    needs_broker = args.command in ("worker", "watch", "serve")
-    if needs_broker and settings.bootstrap is None:
-        print(f"gazetteer {args.command}: needs --broker kafka://host:port", file=sys.stderr)
-        return 2
-    if args.command in ("up", "worker", "serve"):
-        try:
-            check_dense_settings(settings)
-        except DenseSetupError as exc:
-            print(f"gazetteer {args.command}: {exc}", file=sys.stderr)
+    verb = VERBS[args.command]
+    given: tuple[Any, ...] = (args,)
+    if verb.settings:
+        from deploy.logging_setup import configure_logging
+
+        settings = _settings(args)
+        configure_logging(settings.log_level, settings.log_format)
+        refused = _refused(settings, verb)
+        if refused is not None:
+            print(f"gazetteer {args.command}: {refused}", file=sys.stderr)
             return 2
-    if args.command in SERVICES and ctrl_c.requested():
+        given = (args, settings)
+    gc.set_threshold(*GC_THRESHOLDS)
+    run = verb.load()
+    if verb.service and ctrl_c.requested():
         return 0  # Ctrl-C while importing: nothing was started, nothing to stop
-    if args.command not in SERVICES:
+    if not verb.service:
         ctrl_c.restore()
     try:
-        if args.command == "up":
-            return asyncio.run(_up(settings, _check_paths(args.paths)))
-        elif args.command == "watch":
-            asyncio.run(_watch(settings, _check_paths(args.paths), args.parent_pid))
-        elif args.command == "worker":
-            asyncio.run(_worker(settings, args.parent_pid))
-        elif args.command == "serve":
-            asyncio.run(_serve(settings, args))
-        elif args.command == "broker":
-            asyncio.run(_broker(settings))
-        elif args.command == "eval":
-            return eval_cli.run(args)
-        elif args.command == "mcp":
-            asyncio.run(serve_stdio(args.url))
-        elif args.command == "search":
-            return query_cli.search(args)
-        elif args.command == "context":
-            return query_cli.context(args)
-        elif args.command == "ranking":
-            return ranking_cli.run(args, settings)
+        return run(*given)
     except KeyboardInterrupt:
         return 130
-    except KafkaConnectionError as exc:
-        print(f"gazetteer {args.command}: cannot reach the broker ({exc})", file=sys.stderr)
-        return 2
-    except TopicMismatch as exc:  # a cluster laid out for another partition count
-        print(f"gazetteer {args.command}: {exc}", file=sys.stderr)
-        return 2
-    return 0
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
 """A Ctrl-C that arrives while the CLI still imports its modules (issue 15).
 
-``deploy.cli`` imports faust, tree-sitter, FastAPI and the rest for 2-4 s before any
-command runs (measured: ``import deploy.cli`` 2.6-3.5 s on 2 busy cores). Without this
-guard a Ctrl-C in that window ends the process with a KeyboardInterrupt traceback and
-code 130, although nothing was started yet. Imported first by ``deploy.cli`` (its
-handler is the point of importing it), it remembers the first Ctrl-C; the command
-then stops before starting anything (``gazetteer up`` exits 0, as after any requested
-stop). A second Ctrl-C interrupts as Python always does.
+``deploy.cli`` imports a verb's machinery (faust, tree-sitter, FastAPI, ...) only when
+the verb runs (issue 20), and that still takes 1-3 s for ``worker`` or ``serve`` on 2
+busy cores before anything starts. Without this guard a Ctrl-C in that window ends the
+process with a KeyboardInterrupt traceback and code 130, although nothing was started
+yet. Imported first by ``deploy.cli`` (its handler is the point of importing it), it
+remembers the first Ctrl-C; the command then stops before starting anything
+(``gazetteer up`` exits 0, as after any requested stop). A second Ctrl-C interrupts as
+Python always does.
 """
 
 from __future__ import annotations

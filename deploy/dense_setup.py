@@ -14,7 +14,6 @@ import re
 
 from deploy.settings import Settings
 from query.dense import DenseIndex, DenseReader
-from stores.qdrant_vectors import QdrantVectorStore
 from stores.text.dense_fill import DenseFill
 from stores.text.embedders import Embedder, embedder_from_spec
 from stores.text.embedding_cache import SqliteEmbeddingCache
@@ -76,5 +75,9 @@ def _store(settings: Settings, embedder: Embedder) -> VectorStore:
     # One Qdrant collection per embedder: vectors of two models never mix.
     collection = "gazetteer_" + re.sub(r"[^A-Za-z0-9_]", "_", embedder.name)
     if settings.qdrant_url:
+        # Imported here: qdrant-client takes 0.8 s to import, and only a deployment with a
+        # Qdrant server needs it (issue 20: the worker and `serve` start without it).
+        from stores.qdrant_vectors import QdrantVectorStore
+
         return QdrantVectorStore.from_url(settings.qdrant_url, collection=collection)
     return InMemoryVectorStore()

@@ -1,50 +1,19 @@
 """``gazetteer eval``: measure retrieval on a benchmark (``localize``) and fit the ranking
-weights on what it measured (``tune``)."""
+weights on what it measured (``tune``). Its arguments: deploy/cli.py."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from deploy.eval_localize import run as run_localize
-from deploy.eval_peer import PEERS
 from deploy.eval_tune import run as run_tune
+from deploy.settings import Settings
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    evaluate = sub.add_parser("eval", help="measure retrieval on a benchmark")
-    tasks = evaluate.add_subparsers(dest="task", required=True)
-    localize = tasks.add_parser(
-        "localize", help="rank files for real issues; write predictions score.py reads"
-    )
-    localize.add_argument("--dataset", type=Path, required=True, help="instances, JSON lines")
-    localize.add_argument(
-        "--repos", type=Path, required=True, help="holds <owner>__<name>__<sha12>/ per instance"
-    )
-    localize.add_argument("--out", type=Path, required=True, help="predictions, JSON lines")
-    localize.add_argument("--limit", type=int, help="only the first N instances")
-    localize.add_argument(
-        "--embedder", help="add the dense signal: default, hash:256, onnx:..., st:..., openai:..."
-    )
-    localize.add_argument(
-        "--peer",
-        choices=PEERS,
-        default="bm25",
-        help="the same-run peer: whole-file BM25 over code-aware tokens (*.peer-bm25.jsonl)",
-    )
-    tune = tasks.add_parser(
-        "tune", help="fit the ranking weights on the candidates `eval localize` wrote"
-    )
-    tune.add_argument("--dataset", type=Path, required=True, help="instances with gold_files")
-    tune.add_argument(
-        "--signals", type=Path, required=True, help="the *.signals.jsonl of `eval localize`"
-    )
-    tune.add_argument("--out", type=Path, required=True, help="the ranking profile, JSON")
-
-
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    """The task ``args`` name; ``settings`` only set the logging up (in deploy/cli.py)."""
     if args.task == "tune":
         return tune(args)
     if not args.dataset.is_file():

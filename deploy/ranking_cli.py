@@ -12,7 +12,6 @@ replica folds that topic, so the weights hold across restarts and replicas;
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 import time
@@ -21,18 +20,11 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 
+from deploy.parts import run_part
 from deploy.runtime import connect
 from deploy.settings import Settings
 from query.search.ranking import RankWeights
 from stores.ranking import EVERY_REPOSITORY, RankingProfile, encode_profile
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    ranking = sub.add_parser("ranking", help="store the search weights with the index")
-    verbs = ranking.add_subparsers(dest="ranking_verb", required=True)
-    put = verbs.add_parser("set", help="publish a ranking profile (needs --broker)")
-    put.add_argument("file", type=Path, help="a profile from `eval tune`, or {name: weight}")
-    put.add_argument("--repo", help="only this repository (default: every repository)")
 
 
 def read_profile(path: Path, scope: str, now: float) -> RankingProfile:
@@ -77,6 +69,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     except ValueError as exc:
         print(f"gazetteer ranking set: {exc}", file=sys.stderr)
         return 2
-    asyncio.run(publish(settings, settings.bootstrap, profile))
+    code = run_part("ranking", publish(settings, settings.bootstrap, profile))
+    if code:
+        return code
     print(f"ranking for {profile.scope}: {profile.weights}")
     return 0

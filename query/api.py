@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.types import ASGIApp
 
+from query.api_docs import create_docs_routes
 from query.churn_api import create_churn_routes
 from query.compute_gate import ComputeGate
 from query.dashboard.routes import create_dashboard_routes
@@ -104,6 +105,8 @@ def create_api(
         title="Gazetteer",
         description="Where things are in an organization's code, and how far to trust it.",
         version="0.1.0",
+        docs_url=None,  # served with local assets instead (query/api_docs.py)
+        redoc_url=None,
     )
     service = QueryService(model, ready=ready)
     gate = ComputeGate(api.router, before=before_answer)  # its app: set by `in_front`
@@ -207,6 +210,7 @@ def create_api(
     api.include_router(create_graph_search_routes(service))
     api.include_router(create_churn_routes(service))
     api.include_router(create_dashboard_routes(service))
+    api.include_router(create_docs_routes(api.title))
 
     @api.get("/dead-letters", response_model=DeadLetterPage)
     async def dead_letters(limit: int = Query(20, ge=1, le=100)) -> DeadLetterPage:

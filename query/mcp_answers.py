@@ -1,31 +1,23 @@
 """Where an MCP tool's answer comes from: the service in this process, or over HTTP.
 
-`InProcess` (the tools mounted in the query service) calls the `QueryService` method
-of the tool's name, its arguments checked by the route's own declarations and admitted
-by the app's compute gate as the GET would be; `OverHttp` (the stdio server, a process
-of its own) makes the GET. Both answer the endpoint's JSON or raise a `QueryError` with
-the service's message and status.
+`InProcess` (the tools mounted in the query service, query/mcp_http.py) calls the
+`QueryService` method of the tool's name, its arguments checked by the route's own
+declarations and admitted by the app's compute gate as the GET would be; `OverHttp` (the
+stdio server, a process of its own) makes the GET. Both answer the endpoint's JSON or
+raise a `QueryError` with the service's message and status. This module holds the light
+half, httpx only: the stdio server imports no web framework to answer ``initialize``
+(issue 20).
 """
 
 from __future__ import annotations
 
-import inspect
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol, get_type_hints
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import httpx
-from fastapi import FastAPI
-from fastapi.routing import iter_route_contexts
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from query.api import gate_of, http_status, service_of
-from query.compute_gate import GATED_PREFIXES, ComputeGate, repository_of
 from query.mcp_operations import Operation
-from query.metrics import QUERY_SECONDS
-from query.service import QueryRefused, QueryService
-from query.service_client import QueryError, expand, field_errors, get_json
+from query.service_client import expand, get_json
 
 
 class Answers(Protocol):
@@ -43,81 +35,3 @@ class OverHttp:
     async def __call__(self, op: Operation, arguments: Mapping[str, Any]) -> Any:
         path = expand(op.path, {p: arguments[p] for p in op.path_params})
         return await get_json(self._client, path, {q: arguments.get(q) for q in op.query_params})
-
-
-@dataclass(frozen=True, slots=True)
-class ToolRoute:
-    """What the in-process call of one tool needs from its route: the arguments model
-    (the route's own parameter declarations) and its template (the metrics' label)."""
-
-    arguments: type[BaseModel]
-    template: str
-
-
-class InProcess:
-    """The tools answered by the app's `QueryService`, through the app's compute gate.
-
-    Arguments are checked as the route checks them (a pydantic model of the route's
-    parameters: the same defaults, bounds and messages), the method named as the tool
-    runs once the gate admits the GET it stands for (its slots, and the look for unread
-    news about the repository), and its time counts under the route's template, as the
-    GET's would.
-    """
-
-    def __init__(self, service: QueryService, gate: ComputeGate, routes: Mapping[str, ToolRoute]):
-        self._service = service
-        self._gate = gate
-        self._routes = routes
-
-    @classmethod
-    def of(cls, api: FastAPI, ops: Sequence[Operation]) -> InProcess:
-        """The tools of ``ops`` over an app made by `create_api`."""
-        found = {
-            (r.path_format, method): r
-            for r in iter_route_contexts(api.routes)  # included routers' routes too
-            for method in r.methods or ()
-        }
-        routes = {}
-        for op in ops:
-            route = found[(op.path, "GET")]
-            endpoint = route.endpoint
-            if endpoint is None or not callable(getattr(service_of(api), op.tool, None)):
-                raise LookupError(f"the query service has no method for the tool {op.tool!r}")
-            routes[op.tool] = ToolRoute(arguments_model(op.tool, endpoint), str(route.path))
-        return cls(service_of(api), gate_of(api), routes)
-
-    async def __call__(self, op: Operation, arguments: Mapping[str, Any]) -> Any:
-        route = self._routes[op.tool]
-        given = {k: v for k, v in arguments.items() if v is not None}  # None: not given
-        try:
-            values = dict(route.arguments.model_validate(given))
-        except ValidationError as exc:
-            raise QueryError(f"{field_errors(exc.errors())} (HTTP 422)", 422) from exc
-        method = getattr(self._service, op.tool)
-        # The GET's path as ASGI gives it (decoded): what the gate decides on.
-        path = op.path.format_map({p: values[p] for p in op.path_params})
-        started = time.perf_counter()
-        try:
-            if path.startswith(GATED_PREFIXES):
-                async with self._gate.admit(repository_of(path)):
-                    answer: BaseModel = method(**values)
-            else:
-                answer = method(**values)
-        except QueryRefused as exc:
-            status = http_status(exc)
-            raise QueryError(f"{exc.message} (HTTP {status})", status) from exc
-        finally:
-            QUERY_SECONDS.labels(route.template).observe(time.perf_counter() - started)
-        return answer.model_dump(mode="json")
-
-
-def arguments_model(tool: str, endpoint: Callable[..., Any]) -> type[BaseModel]:
-    """A model of a route endpoint's parameters, declared as FastAPI reads them (a
-    ``Query`` or ``Path`` default is a pydantic ``FieldInfo``), refusing any other."""
-    hints = get_type_hints(endpoint)
-    fields: dict[str, Any] = {
-        name: (hints[name], ... if p.default is inspect.Parameter.empty else p.default)
-        for name, p in inspect.signature(endpoint).parameters.items()
-    }
-    config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)  # a query string's way
-    return create_model(f"{tool}_arguments", __config__=config, **fields)

@@ -2,27 +2,26 @@
 
 The tools are the HTTP API's operations under the same names, with the arguments,
 defaults, bounds and descriptions its OpenAPI document gives them. Mounted in the query
-service (``mount_mcp``), a call is answered by the `QueryService` method of the tool's
-name, its arguments checked by the route's own declarations and admitted by the app's
-compute gate as the GET would be (`InProcess`); the stdio server (``serve_stdio``), a
-process of its own, makes the GET to the running service instead (`OverHttp`). Either
-way a tool answers exactly the endpoint's JSON, bounded as the endpoint bounds it, and
-a refusal becomes a tool error carrying the service's message and status.
+service (``mount_mcp``, query/mcp_http.py), a call is answered by the `QueryService`
+method of the tool's name, its arguments checked by the route's own declarations and
+admitted by the app's compute gate as the GET would be (`InProcess`); the stdio server
+(``serve_stdio``), a process of its own, makes the GET to the running service instead
+(`OverHttp`). Either way a tool answers exactly the endpoint's JSON, bounded as the
+endpoint bounds it, and a refusal becomes a tool error carrying the service's message
+and status.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import httpx
-from fastapi import FastAPI
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
@@ -32,24 +31,19 @@ from mcp.types import (
     PaginatedRequestParams,
     TextContent,
 )
-from starlette.routing import Route
 
-from query.api import create_api
-from query.mcp_answers import Answers, InProcess, OverHttp
+from query.mcp_answers import Answers, OverHttp
 from query.mcp_operations import TOOLS, Operation, operations
-from query.read_model import ReadModel
 from query.service_client import QueryError
 
 __all__ = [
     "TOOLS",
     "Answers",
-    "InProcess",
-    "McpEndpoint",
     "Operation",
     "OverHttp",
+    "Tools",
     "call",
     "create_server",
-    "mount_mcp",
     "operations",
     "serve_stdio",
 ]
@@ -91,20 +85,56 @@ def failure(message: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
 
 
-def create_server(answers: Answers, ops: Sequence[Operation]) -> Server[Any]:
+class Tools:
+    """The tools, made when first needed (``make``) and kept: the stdio server reads them
+    from this installation's API document, and making it imports the whole query service
+    (FastAPI, the search core: about 1.5 s), which ``initialize`` does not need (issue 20:
+    an agent's handshake answered within a second). Made in a worker thread, so that the
+    server still answers pings and cancellations meanwhile."""
+
+    def __init__(self, make: Callable[[], Sequence[Operation]]) -> None:
+        self._make = make
+        self._made: tuple[Mapping[str, Operation], ListToolsResult] | None = None
+        self._making = anyio.Lock()
+
+    @classmethod
+    def of(cls, ops: Sequence[Operation]) -> Tools:
+        """Tools already made (the service's own, mounted at /mcp)."""
+        tools = cls(lambda: ops)
+        tools._made = tools._index(ops)
+        return tools
+
+    async def listed(self) -> ListToolsResult:
+        return (await self._get())[1]
+
+    async def named(self, name: str) -> Operation | None:
+        return (await self._get())[0].get(name)
+
+    async def _get(self) -> tuple[Mapping[str, Operation], ListToolsResult]:
+        if self._made is None:
+            async with self._making:
+                if self._made is None:
+                    self._made = self._index(await anyio.to_thread.run_sync(self._make))
+        return self._made
+
+    @staticmethod
+    def _index(ops: Sequence[Operation]) -> tuple[Mapping[str, Operation], ListToolsResult]:
+        return {op.tool: op for op in ops}, ListToolsResult(tools=[op.as_tool() for op in ops])
+
+
+def create_server(answers: Answers, ops: Sequence[Operation] | Tools) -> Server[Any]:
     """The low-level server: the tool list is data here, not Python signatures."""
-    by_name = {op.tool: op for op in ops}
-    listed = ListToolsResult(tools=[op.as_tool() for op in ops])
+    tools = ops if isinstance(ops, Tools) else Tools.of(ops)
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
     ) -> ListToolsResult:
-        return listed
+        return await tools.listed()
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult:
-        op = by_name.get(params.name)
+        op = await tools.named(params.name)
         if op is None:
             raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}; see tools/list")
         return await call(answers, op, params.arguments or {})
@@ -118,50 +148,25 @@ def create_server(answers: Answers, ops: Sequence[Operation]) -> Server[Any]:
     )
 
 
-class McpEndpoint:
-    """The streamable-HTTP MCP endpoint mounted in the query service.
+def api_operations() -> list[Operation]:
+    """The tools of this installation's HTTP API, read from its OpenAPI document."""
+    # Imported here, not above: the query service's modules (FastAPI, the search core)
+    # take about 1.5 s to import, and the stdio server needs them only for the tool list.
+    from query.api import create_api
+    from query.read_model import ReadModel
 
-    Its session manager owns a task group: ``run()`` must be entered before the first
-    MCP request and left before the HTTP server stops.
-    """
-
-    def __init__(self, manager: StreamableHTTPSessionManager) -> None:
-        self._manager = manager
-
-    @contextlib.asynccontextmanager
-    async def run(self) -> AsyncIterator[None]:
-        async with self._manager.run():
-            yield
-
-
-def mount_mcp(api: FastAPI, *, path: str = "/mcp") -> McpEndpoint:
-    """Serve the tools at ``path`` on ``api`` (made by `create_api`), answered in-process
-    by its `QueryService` (`InProcess`).
-
-    Stateless, JSON answers: every MCP request stands alone, so any replica answers it,
-    and no session or open stream outlives the request that made it. The Host and Origin
-    headers are checked by the app, for /mcp as for every route (`create_api`'s
-    ``hosts``, query/host_check.py): one rule, so the SDK's own check is off.
-    """
-    ops = operations(api.openapi())
-    manager = StreamableHTTPSessionManager(
-        app=create_server(InProcess.of(api, ops), ops),
-        json_response=True,
-        stateless=True,
-        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-    )
-    api.router.routes.append(Route(path, StreamableHTTPASGIApp(manager), include_in_schema=False))
-    return McpEndpoint(manager)
+    return operations(create_api(ReadModel(), ready=lambda: False).openapi())
 
 
 async def serve_stdio(url: str) -> None:
     """The tools over stdin/stdout, calling the query service at ``url`` (`OverHttp`).
 
     The tools come from this installation's own API document, so the server starts
-    and lists them even before the service is up (a call then says it is unreachable).
+    and lists them even before the service is up (a call then says it is unreachable);
+    that document is made at the first ``tools/list`` or call, not before
+    ``initialize`` is answered (`Tools`).
     """
-    openapi = create_api(ReadModel(), ready=lambda: False).openapi()
     async with httpx.AsyncClient(base_url=url, timeout=60) as client:
-        server = create_server(OverHttp(client), operations(openapi))
+        server = create_server(OverHttp(client), Tools(api_operations))
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())

@@ -2,7 +2,7 @@
 
 The stack is `tests.integration.stack.Stack`: the worker, the query service and the
 sources run in this process's event loop and talk only through a real broker. The
-worker part mirrors `deploy.runtime.run_worker` but keeps the faust app, so that the
+worker part mirrors `deploy.worker_part.run_worker` but keeps the faust app, so that the
 benchmark can wait until the worker has joined its consumer group (start-up, reported
 apart from the measured work) and read the pipeline's counters.
 """
@@ -29,8 +29,9 @@ from faust.exceptions import ConsumerNotStarted
 
 from deploy.embedded_broker import EmbeddedBroker
 from deploy.kafka_dist import ApacheKafka
-from deploy.runtime import run_query, run_worker
+from deploy.query_part import run_query
 from deploy.settings import Settings
+from deploy.worker_part import run_worker
 from query.read_model import ReadModel
 from stores.freshness import Freshness
 from tests.integration.stack import Part, Stack, open_stack, stack_settings

@@ -14,12 +14,12 @@ from contextlib import contextmanager
 
 import uvicorn
 
-from deploy.runtime import listen
+from deploy.listener import listen
 from processors.indexer import RepoIndex
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
 from query.api import create_api
 from query.host_check import host_rule
-from query.mcp_tools import mount_mcp
+from query.mcp_http import mount_mcp
 from query.read_model import ReadModel
 from stores.projections.graph_state import FileGraphState
 from tests.factories import Stamp

@@ -15,7 +15,7 @@ import httpx
 import pytest
 import uvicorn
 
-from deploy.cli import STOP_DEADLINE_S
+from deploy.parts import STOP_DEADLINE_S
 from query.api import create_api
 from query.read_model import ReadModel
 from tests.e2e.cli import Gazetteer, eventually, get
@@ -182,7 +182,7 @@ def test_the_dashboard_draws_the_repository_and_follows_a_commit_live(tmp_path: 
 
 
 class QuietServer(uvicorn.Server):
-    """As in deploy.runtime: the test, not uvicorn, owns the signals."""
+    """As in deploy.query_part: the test, not uvicorn, owns the signals."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:

@@ -13,8 +13,11 @@ from typing import Any
 
 import httpx
 
-from deploy.runtime import Cluster, connect, run_query, run_sources, run_worker
+from deploy.query_part import run_query
+from deploy.runtime import Cluster, connect
 from deploy.settings import Settings
+from deploy.sources_part import run_sources
+from deploy.worker_part import run_worker
 from query.read_model import ReadModel
 
 

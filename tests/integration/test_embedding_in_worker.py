@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from deploy.runtime import run_query, run_worker
+from deploy.query_part import run_query
+from deploy.worker_part import run_worker
 from query.dense import DenseReader
 from query.read_model import ReadModel
 from stores.vectors import InMemoryVectorStore, Vector, VectorHit

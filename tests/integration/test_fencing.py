@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from deploy.runtime import run_sources
+from deploy.sources_part import run_sources
 from producers.events import FileChanged, content_hash, encode
 from producers.signing import SessionKey
 from tests.gitrepo import GitRepo

@@ -9,12 +9,12 @@ import time
 
 HANGS_ON_STOP = """
 import asyncio
-import deploy.cli as cli
-cli.STOP_DEADLINE_S = 0.5
+import deploy.parts as parts
+parts.STOP_DEADLINE_S = 0.5
 
 async def main():
     stop = asyncio.Event()
-    cli._stop_on_signals(stop)
+    parts.stop_on_signals(stop)
     print("ready", flush=True)
     await stop.wait()
     await asyncio.Event().wait()  # a part that never finishes stopping

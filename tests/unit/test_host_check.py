@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from query.api import create_api
 from query.host_check import HostRule, host_of, host_rule
-from query.mcp_tools import mount_mcp
+from query.mcp_http import mount_mcp
 from tests.unit.test_retrieval_api import indexed_model
 
 # A value for each path parameter of the routes (an indexed file, a neighborhood id and

@@ -15,7 +15,8 @@ from fastapi.routing import iter_route_contexts
 from pydantic_core import PydanticUndefined
 
 from query.api import create_api, gate_of
-from query.mcp_answers import InProcess, OverHttp, arguments_model
+from query.mcp_answers import OverHttp
+from query.mcp_http import InProcess, arguments_model
 from query.mcp_operations import TOOLS, Operation, operations
 from query.mcp_tools import call
 from query.read_model import ReadModel
