@@ -7,8 +7,8 @@ the next generation, which knows what it recovers from (`Recovery`).
 
 A generation may also give up by itself: one that raises `GenerationStalled` (a worker
 whose consumer never joined its group or never fetched a partition it was given:
-`joined_and_fetching`) is followed by a
-new one, the topics ensured first, instead of ending the part.
+`joined_and_fetching`) is followed by a new one, the topics ensured first, instead of
+ending the part.
 """
 
 from __future__ import annotations
