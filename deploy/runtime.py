@@ -49,6 +49,7 @@ from query.read_model import ReadModel
 from stores.delta_log import KafkaDeltaLog
 from stores.snapshot_log import KafkaSnapshotLog
 from stores.state_files import StateFiles, state_directory
+from stores.state_topic import KafkaStateTopic
 from stores.text.dense_fill import DenseFill
 from stores.vectors import VectorStore
 
@@ -107,6 +108,12 @@ def state_files(settings: Settings) -> StateFiles:
     """The deployment's state snapshots (issue 16): written by the worker, read by it and
     by the query service and the producers' read model of this data dir."""
     return StateFiles(state_directory(settings.data_dir, settings.namespace))
+
+
+def state_topic(settings: Settings, cluster: Cluster) -> KafkaStateTopic:
+    """The deployment's state snapshots on the broker (issue 16): published by the
+    workers (`Settings.snapshots_on_broker`), read by them and by every query replica."""
+    return KafkaStateTopic(cluster.bootstrap, settings.topics.state_snapshots, cluster.end_offsets)
 
 
 def run_dir(settings: Settings, role: str) -> Path:
@@ -168,12 +175,15 @@ async def _worker_generation(
     snapshot_log = KafkaSnapshotLog(
         cluster.bootstrap, settings.topics.neighborhoods, cluster.end_offsets
     )
+    publish = settings.snapshots_on_broker
     app = create_app(
         config,
         delta_log=delta_log,
         snapshot_log=snapshot_log,
         dense_fill=fill,
         state_files=state_files(settings),
+        state_topic=state_topic(settings, cluster),
+        publish_state=not cluster.tansu if publish is None else publish,
     )
     await app.start()
     log.info("worker_started", app_id=settings.app_id)
@@ -252,6 +262,7 @@ async def run_query(
         topics=settings.topics,
         ready=ready,
         state_files=state_files(settings),
+        state_topic=state_topic(settings, cluster),
     )
     hosts = host_rule(settings.host, settings.allowed_host_names)
     api = create_api(

@@ -9,30 +9,36 @@ rest at a clean stop. Only a state whose every delta was acknowledged is written
 pipeline applies a delta before the broker confirms it): a snapshot never holds a
 change the log could lose. One write runs at a time (a stop's flush waits for a tick's
 write), off the loop (`stores.state_files.write_off_loop`), and a stop's flush is
-bounded (``budget_s``).
+bounded (``budget_s``). Given ``publish``, each snapshot written is also published on
+the state-snapshots topic (stores/state_topic.py), the same bytes, so that a replica or
+a worker on another machine starts from it too.
 
 `SnapshotIndexes` is the other half: the pipeline's new index of a repository, restored
-from its snapshot (the pipeline folds the log's deltas after it, if any), and its last
-neighborhoods, which `NeighborhoodsWithState` hands the neighborhood stream.
+from its snapshot, the file's or the topic's, whichever is newer and continued by the
+log (the pipeline folds the log's deltas after it, if any), and its last neighborhoods,
+which `NeighborhoodsWithState` hands the neighborhood stream. `CheckedDeltaLog` reads a
+partition's snapshots before its deltas, so that the deltas they cover are skipped
+undecoded.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import structlog
 
 from processors.indexer import RepoIndex
-from stores.delta_log import DeltaLog
+from stores.delta_log import PartitionRead, SkippingDeltaLog
 from stores.deltas import GraphDelta
 from stores.neighborhoods import NeighborhoodSnapshot
 from stores.repo_state import RepoState
 from stores.snapshot_log import SnapshotLog, keep_latest
 from stores.state_files import STOP_BUDGET_S, StateFiles, flush_within, write_off_loop
-from stores.state_snapshot import StateSnapshot, against_log, capture
+from stores.state_snapshot import StateSnapshot, against_log, capture, encode
+from stores.state_topic import MAX_SNAPSHOT_BYTES, Offered, StateTopic, decode_offered
 
 log = structlog.get_logger(__name__)
 
@@ -49,8 +55,13 @@ class KeepPolicy:
 class _Tracked:
     acked: int = 0  # the last delta the broker acknowledged
     last_delta_at: float = 0.0
-    written: int = 0  # the delta the file on disk covers
+    written: int = 0  # the delta the file on disk (and the topic) covers
     written_at: float = float("-inf")
+
+
+Publish = Callable[[str, bytes], Awaitable[None]]
+"""Send a repository's encoded snapshot on the state-snapshots topic, keyed by it, and
+return once the broker acknowledged it."""
 
 
 @dataclass
@@ -60,13 +71,19 @@ class StateKeeper:
     neighborhoods_of: Callable[[str], NeighborhoodSnapshot | None]
     policy: KeepPolicy = KeepPolicy()
     clock: Callable[[], float] = time.monotonic
+    publish: Publish | None = None
+    held_of: Callable[[RepoState], int] = lambda state: state.seq
+    """The delta a restored repository's snapshot already covers where it is kept (the
+    file, and the topic when publishing): less than its state's, it is written again."""
     _tracked: dict[str, _Tracked] = field(default_factory=dict)
     _writing: asyncio.Lock = field(default_factory=asyncio.Lock)
     written: int = 0
+    published: int = 0
 
     async def restored(self, partition: int, states: Sequence[RepoState]) -> None:
         for state in states:  # as restored: written again at its next change
-            self._tracked.setdefault(state.repo, _Tracked(acked=state.seq, written=state.seq))
+            held = min(state.seq, self.held_of(state))
+            self._tracked.setdefault(state.repo, _Tracked(acked=state.seq, written=held))
 
     def observed(self, deltas: Sequence[GraphDelta]) -> None:
         now = self.clock()
@@ -121,7 +138,8 @@ class StateKeeper:
         snapshot = capture(state, self.neighborhoods_of(repo), time.time())
         captured = time.perf_counter() - started
         seq = state.seq
-        size = await write_off_loop(lambda: self.files.write(snapshot))
+        raw = await write_off_loop(lambda: self._encode_and_write(snapshot))
+        published = await self._publish(repo, seq, raw)
         tracked.written, tracked.written_at = seq, self.clock()
         self.written += 1
         log.info(
@@ -129,10 +147,27 @@ class StateKeeper:
             repo=repo,
             seq=seq,
             files=len(state.files),
-            bytes=size,
+            bytes=len(raw),
+            published=published,
             capture_s=round(captured, 3),
             seconds=round(time.perf_counter() - started, 3),
         )
+
+    def _encode_and_write(self, snapshot: StateSnapshot) -> bytes:
+        raw = encode(snapshot)
+        self.files.write_bytes(snapshot.repo, raw)
+        return raw
+
+    async def _publish(self, repo: str, seq: int, raw: bytes) -> bool:
+        if self.publish is None:
+            return False
+        if len(raw) > MAX_SNAPSHOT_BYTES:
+            # Readers elsewhere fold this repository's log from its start.
+            log.error("state_snapshot_too_large", repo=repo, seq=seq, bytes=len(raw))
+            return False
+        await self.publish(repo, raw)
+        self.published += 1
+        return True
 
 
 class SnapshotIndexes:
@@ -141,61 +176,158 @@ class SnapshotIndexes:
     stream's restore (`NeighborhoodsWithState`). Only repositories that have events are
     loaded, so the snapshots of other deployments on the same data dir stay on disk.
 
-    `CheckedDeltaLog` judges each snapshot against the partition's log first (`judge`):
-    one of another history is refused (logged ``state_snapshot_rejected``) and the log
-    alone rebuilds the repository."""
+    A snapshot comes from the data dir's file or from the state-snapshots topic
+    (``topic``, read by `offer` for a partition): the newer is tried first. `judge`
+    weighs each against the partition's log (`against_log`): one of another history is
+    refused (logged ``state_snapshot_rejected``, ``other_history``), and the other, or
+    the log alone, rebuilds the repository."""
 
     def __init__(
         self,
         files: StateFiles,
         restore: Callable[[StateSnapshot], RepoIndex] = RepoIndex.from_snapshot,
         empty: Callable[[str], RepoIndex] = RepoIndex,
+        *,
+        topic: StateTopic | None = None,
+        partition_of: Callable[[str], int] = lambda repo: 0,
     ) -> None:
         self._files = files
         self._restore = restore
         self._empty = empty
+        self._topic = topic
+        self._partition_of = partition_of
         self._judged: dict[str, StateSnapshot | None] = {}
+        self._offered: dict[str, Offered] = {}
+        self._candidates: dict[str, list[StateSnapshot]] = {}
+        self.on_topic: dict[str, int] = {}  # repo -> the delta its topic snapshot covers
+        self.restored_from: dict[str, int] = {}  # repo -> the snapshot's delta it started at
         self.neighborhoods: dict[str, NeighborhoodSnapshot] = {}
 
-    def judge(self, repo: str, deltas: Sequence[GraphDelta]) -> None:
-        """Load the repository's snapshot and keep it for `__call__` if ``deltas`` (its
-        deltas in the log) continue it (`against_log`)."""
-        snapshot = self._files.load(repo)
-        reason = None if snapshot is None else against_log(snapshot, deltas)
-        if reason is not None:
+    async def offer(self, partition: int) -> dict[str, int]:
+        """Read the partition's snapshots on the topic (headers checked, bodies kept for
+        `judge`); what each repository's newest snapshot, the file's or the topic's,
+        covers (repo -> delta): the log's deltas before it need not be decoded."""
+        covered: dict[str, int] = {}
+        if self._topic is not None:
+            for repo, offered in (await self._topic.latest([partition])).items():
+                if self._partition_of(repo) != partition:
+                    continue  # a message on the wrong partition: another deployment's
+                self._offered[repo] = offered
+                self.on_topic[repo] = covered[repo] = offered.header.seq
+        for repo in self._files.repos():
+            if self._partition_of(repo) == partition:
+                header = self._files.header(repo)
+                if header is not None:
+                    covered[repo] = max(covered.get(repo, 0), header.seq)
+        return covered
+
+    def judge(self, repo: str, deltas: Sequence[GraphDelta], skipped_to: int = 0) -> int:
+        """Keep for `__call__` the newest of the repository's snapshots that ``deltas`` (its
+        deltas in the log, those before ``skipped_to`` and it left out) continue; the
+        delta it covers, 0 for none."""
+        candidates = self._candidates.get(repo)
+        if candidates is None:
+            candidates = self._candidates[repo] = self._load(repo)
+        self._judged[repo] = None
+        for snapshot in list(candidates):
+            if snapshot.seq <= skipped_to:
+                continue  # its own delta was left out: judged on the log read in full
+            # Final: what was left out is numbered before the snapshot's own delta, so the
+            # whole log would say the same.
+            reason = against_log(snapshot, deltas, skipped_to)
+            if reason is None:
+                self._judged[repo] = snapshot
+                return snapshot.seq
+            candidates.remove(snapshot)
             log.warning("state_snapshot_rejected", repo=repo, reason="other_history", detail=reason)
-            snapshot = None
-        self._judged[repo] = snapshot
+        return 0
+
+    def _load(self, repo: str) -> list[StateSnapshot]:
+        """The repository's snapshots that decode, the newest first (the topic's first
+        of two of one delta)."""
+        found = []
+        offered = self._offered.pop(repo, None)
+        if offered is not None and (snapshot := decode_offered(offered)) is not None:
+            found.append(snapshot)
+        on_disk = self._files.load(repo)
+        if on_disk is not None and all(s.seq != on_disk.seq for s in found):
+            found.append(on_disk)
+        return sorted(found, key=lambda s: -s.seq)
 
     def __call__(self, repo: str) -> RepoIndex:
-        snapshot = self._judged.pop(repo) if repo in self._judged else self._files.load(repo)
+        self._candidates.pop(repo, None)
+        if repo in self._judged:
+            snapshot = self._judged.pop(repo)
+        else:
+            candidates = self._load(repo)
+            snapshot = candidates[0] if candidates else None
         if snapshot is None:
             return self._empty(repo)
         if snapshot.neighborhoods is not None:
             self.neighborhoods[repo] = snapshot.neighborhoods
         index = self._restore(snapshot)
+        self.restored_from[repo] = snapshot.seq
         log.info("index_restored_from_snapshot", repo=repo, seq=snapshot.seq)
         return index
 
+    def offered_on(self, partition: int) -> set[str]:
+        """The repositories of the partition whose topic snapshot `offer` read."""
+        return {repo for repo in self.on_topic if self._partition_of(repo) == partition}
+
+    def held(self, state: RepoState, publishing: bool) -> int:
+        """What the snapshots kept of a restored repository cover: the one it started from
+        (0: none), and no more than the topic's when publishing."""
+        held = self.restored_from.get(state.repo, 0)
+        return min(held, self.on_topic.get(state.repo, 0)) if publishing else held
+
 
 class CheckedDeltaLog:
-    """A DeltaLog whose partition reads also judge the snapshots of the repositories the
-    partition holds deltas of (`SnapshotIndexes.judge`), before the pipeline restores
-    them."""
+    """A DeltaLog whose partition reads first offer the partition's snapshots
+    (`SnapshotIndexes.offer`), leave out undecoded the deltas they cover, and judge the
+    snapshots of the repositories the partition holds deltas or snapshots of
+    (`SnapshotIndexes.judge`), before the pipeline restores them. A repository whose
+    newest snapshot is refused is judged again on the partition read in full: the log
+    then decides, or an older snapshot it continues."""
 
-    def __init__(self, inner: DeltaLog, indexes: SnapshotIndexes) -> None:
+    def __init__(self, inner: SkippingDeltaLog, indexes: SnapshotIndexes) -> None:
         self._inner = inner
         self._indexes = indexes
 
     async def read_partition(self, partition: int) -> list[GraphDelta]:
-        deltas = await self._inner.read_partition(partition)
+        covered = await self._indexes.offer(partition)
+        read = await self._inner.read_partition_after(partition, covered)
+        again = await self._judge(partition, read, covered)
+        if not again:
+            return read.deltas
+        log.warning("delta_log_read_again", partition=partition, repos=again)
+        whole = PartitionRead(await self._inner.read_partition(partition))
+        await self._judge(partition, whole, covered, only=set(again))
+        return whole.deltas
+
+    async def _judge(
+        self,
+        partition: int,
+        read: PartitionRead,
+        covered: Mapping[str, int],
+        only: set[str] | None = None,
+    ) -> list[str]:
+        """Judge each repository; those whose accepted snapshot is not the one the read
+        skipped up to (so the log's deltas in between were left out)."""
         by_repo: dict[str, list[GraphDelta]] = {}
-        for delta in deltas:
+        for delta in read.deltas:
             by_repo.setdefault(delta.repo, []).append(delta)
-        for repo in sorted(by_repo):
+        again = []
+        # The topic's repositories without deltas too (a retention that dropped them);
+        # a file alone waits for its repository's first event (`__call__`).
+        for repo in sorted(only or set(by_repo) | self._indexes.offered_on(partition)):
+            skipped = read.skipped.get(repo, 0)
             # Off the loop: decoding a large repository's snapshot takes a second or two.
-            await asyncio.to_thread(self._indexes.judge, repo, by_repo[repo])
-        return deltas
+            taken = await asyncio.to_thread(
+                self._indexes.judge, repo, by_repo.get(repo, []), skipped
+            )
+            if skipped and taken != covered.get(repo):
+                again.append(repo)
+        return again
 
 
 class NeighborhoodsWithState:

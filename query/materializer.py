@@ -11,6 +11,14 @@ Sharing the worker's data dir (``gazetteer up``, issue 16), it also loads the wo
 state snapshots, and keeps each repository's churn ledger beside them (written by a
 `ChurnKeeper` when the repository is quiet and at the end of a run, loaded with the
 state snapshot it covers): a restart serves the churn history it served before.
+
+Given the state-snapshots topic (``state_topic``, issue 16 §2), every replica, wherever
+it runs, starts each repository from the latest snapshot published there (`_load_topic`)
+before it reads the graph deltas, and folds only the deltas after it: the ones it covers
+are skipped undecoded (`stores.deltas.peek_seq`), and the snapshot's own delta is
+decoded to tell whether the log continues it (`stores.state_snapshot.Continuation`). A
+snapshot the log does not continue is refused (logged ``state_snapshot_rejected``), the
+repository emptied, and its partition read again from its start: the log alone decides.
 """
 
 from __future__ import annotations
@@ -34,13 +42,14 @@ from query.read_model import ReadModel
 from query.state_restore import empty_view, load_snapshot
 from stores.dead_letters import decode_dead_letter
 from stores.delta_log import EndOffsets
-from stores.deltas import DeltaAssembler, GraphDelta, decode_delta
+from stores.deltas import DeltaAssembler, GraphDelta, decode_delta, peek_seq
 from stores.heap import SETTLE_AFTER_CHANGES, settle
 from stores.metrics import CONSUMER_LAG, consumed
 from stores.neighborhoods import decode_snapshot
 from stores.ranking import decode_profile
 from stores.state_files import StateFiles
-from stores.state_snapshot import StateSnapshot
+from stores.state_snapshot import Continuation, StateSnapshot
+from stores.state_topic import StateTopic, decode_offered
 
 log = structlog.get_logger(__name__)
 
@@ -69,8 +78,15 @@ class Materializer:
         topics: Topics = DEFAULT_TOPICS,
         ready: asyncio.Event | None = None,
         state_files: StateFiles | None = None,
+        state_topic: StateTopic | None = None,
     ) -> None:
         self.model = model
+        self._state_topic = state_topic
+        # Loaded from the topic: how the log continues each (repo -> its judge), and the
+        # repositories whose partition must be read again from its start (refused).
+        self._continuing: dict[str, Continuation] = {}
+        self._rewind: set[str] = set()
+        self.skipped = 0  # graph-delta messages a loaded snapshot covered, not decoded
         # Issue 16: the worker's state snapshots, when this replica shares its data dir
         # (``gazetteer up``); a replica elsewhere reads the topics from their start.
         self._state_files = state_files
@@ -159,6 +175,7 @@ class Materializer:
         self.model.unread_statuses.clear()
         try:
             partitions = await self._partitions(consumer)
+            await self._load_topic(consumer)
             consumer.assign(partitions)
             await consumer.seek_to_beginning(*partitions)
             self._targets = dict(await self._end_offsets(consumer, partitions))
@@ -176,14 +193,20 @@ class Materializer:
                         await self._preload({m.key for m in messages if m.key})
                     for message in messages:
                         self._apply(tp.topic, message.key, message.value)
+                        if self._rewind:
+                            await self._read_again(consumer)
+                            break
                     consumed(tp.topic, len(messages))
                 await self._report_lag(consumer)
                 if not any(self.lag.values()):
                     self.model.caught_up()
                 if not self.ready.is_set() and await self._caught_up(consumer):
+                    if self._ended():
+                        await self._read_again(consumer)
+                        continue
                     self.ready.set()
                     self.model.rebuilding = False
-                    log.info("materializer_ready", messages=self.messages)
+                    log.info("materializer_ready", messages=self.messages, skipped=self.skipped)
                     self._settle_due = self._unsettled >= SETTLE_AFTER_CHANGES
                 if self._settle_due:
                     self._settle()
@@ -194,6 +217,88 @@ class Materializer:
             if self.churn_keeper is not None:
                 await self.churn_keeper.flush()  # a clean stop: the ledgers as served
             await consumer.stop()
+
+    async def _load_topic(self, consumer: AIOKafkaConsumer) -> None:
+        """Each repository's latest snapshot on the state-snapshots topic, loaded before
+        any delta is read (decoded off the loop), when ahead of what is held."""
+        topic = self._state_topic
+        if topic is None:
+            return
+        partitions = sorted(consumer.partitions_for_topic(self._topics.graph_deltas) or ())
+        offered = await topic.latest(partitions)
+        for repo in sorted(offered):
+            snapshot = await asyncio.to_thread(decode_offered, offered[repo])
+            if snapshot is None or repo in self._set_aside:
+                continue
+            churn = self._churn_files
+            ledger = churn.load(repo) if churn is not None else None
+            if load_snapshot(self.model, snapshot, ledger):
+                self._continuing[repo] = Continuation.of(snapshot)
+
+    def _continues(self, key: bytes | None, value: bytes) -> bool:
+        """Whether a graph-delta message is one a snapshot loaded from the topic covers
+        (numbered before the snapshot's own delta): skipped, undecoded."""
+        if key is None or not self._continuing:
+            return False
+        repo = key.decode(errors="replace")
+        continuation = self._continuing.get(repo)
+        if continuation is None:
+            return False
+        seq = peek_seq(value, repo)
+        if seq is None or seq >= continuation.seq:
+            return False
+        continuation.skip(seq)
+        self.skipped += 1
+        return True
+
+    def _judge(self, whole: GraphDelta) -> bool:
+        """Whether ``whole`` may be folded: False when it shows that the log does not
+        continue the repository's snapshot (refused: `_refuse`)."""
+        continuation = self._continuing.get(whole.repo)
+        if continuation is None:
+            return True
+        reason = continuation.see(whole)
+        if reason is None:
+            return True
+        self._refuse(whole.repo, reason)
+        return False
+
+    def _ended(self) -> bool:
+        """At the end of the log: refuse the snapshots it stopped short of (`_refuse`);
+        True when one was (its partition is to be read again)."""
+        for repo, continuation in sorted(self._continuing.items()):
+            reason = continuation.end()
+            if reason is not None:
+                self._refuse(repo, reason)
+        return bool(self._rewind)
+
+    def _refuse(self, repo: str, reason: str) -> None:
+        """A topic snapshot the log does not continue: the repository emptied, and the log
+        alone decides (its partition read again from its start)."""
+        del self._continuing[repo]
+        empty_view(self.model, repo)
+        self._set_aside.add(repo)
+        self._rewind.add(repo)
+        log.warning(
+            "state_snapshot_rejected",
+            source="topic",
+            repo=repo,
+            reason="other_history",
+            detail=reason,
+        )
+
+    async def _read_again(self, consumer: AIOKafkaConsumer) -> None:
+        """The graph-delta partitions of the refused repositories, from their start."""
+        count = len(consumer.partitions_for_topic(self._topics.graph_deltas) or ())
+        tps = sorted(
+            {
+                TopicPartition(self._topics.graph_deltas, partition_of(repo, count))
+                for repo in self._rewind
+            }
+        )
+        self._rewind.clear()
+        await consumer.seek_to_beginning(*tps)
+        log.info("graph_deltas_read_again", partitions=[tp.partition for tp in tps])
 
     def _prefetch(self, repo: str) -> None:
         """Start decoding the snapshot of a repository this replica holds nothing of, off
@@ -289,6 +394,7 @@ class Materializer:
         self._parts = DeltaAssembler()
         self._loading = {}  # the next run looks at the snapshots again
         self._unconfirmed, self._set_aside = {}, set()
+        self._continuing, self._rewind = {}, set()
         self._unsettled, self._settle_due = 0, False
         self.messages = 0
         self.lag = {}
@@ -349,7 +455,11 @@ class Materializer:
             return
         try:
             if topic == self._topics.graph_deltas:
+                if self._continues(key, value):
+                    return
                 whole = self._parts.add(decode_delta(value))
+                if whole is not None and not self._judge(whole):
+                    return
                 if whole is not None and whole.repo in self._unconfirmed:
                     self._confirm(whole)
                 held = None if whole is None else self.model.repos.get(whole.repo)

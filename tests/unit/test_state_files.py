@@ -228,14 +228,14 @@ class SlowFiles(StateFiles):
         self.started = threading.Semaphore(0)
         self._count = threading.Lock()
 
-    def write(self, snapshot):  # type: ignore[no-untyped-def]
+    def write_bytes(self, repo, raw):  # type: ignore[no-untyped-def]
         with self._count:
             self.running += 1
             self.most_at_once = max(self.most_at_once, self.running)
         self.started.release()
         try:
             self.release.wait(10)
-            return super().write(snapshot)
+            return super().write_bytes(repo, raw)
         finally:
             with self._count:
                 self.running -= 1
