@@ -3,8 +3,10 @@
 `StateKeeper` is a DeltaObserver of the pipeline (issue 16). It notes the last delta the
 broker acknowledged per repository and, on ``tick`` (a faust timer), writes the snapshot
 of every repository that changed, has been quiet ``quiet_s`` (a scan or an edit burst
-is over) and was last written at least ``every_s`` ago: so a repository under constant
-edits costs one snapshot per ``every_s``, and an idle one none. ``flush`` writes the
+is over) and was last written at least ``every_s`` ago: so a repository edited in bursts
+costs at most one snapshot per ``every_s``, and an idle one none; one never quiet (edited
+more often than every ``quiet_s``) is written once its first change since the last
+snapshot is ``busy_every_s`` old. ``flush`` writes the
 rest at a clean stop. Only a state whose every delta was acknowledged is written (the
 pipeline applies a delta before the broker confirms it): a snapshot never holds a
 change the log could lose. One write runs at a time (a stop's flush waits for a tick's
@@ -49,6 +51,10 @@ class KeepPolicy:
     """A repository is written once no delta of it came for this long."""
     every_s: float = 30.0
     """... and at most this often (encoding django's state takes ~1 s on the loop)."""
+    busy_every_s: float = 300.0
+    """A repository that changes more often than ``quiet_s`` is never quiet: it is
+    written anyway once its last snapshot is this old (and its deltas acknowledged), so
+    that what the log holds beyond the snapshots stays bounded in time."""
 
 
 @dataclass(slots=True)
@@ -57,6 +63,7 @@ class _Tracked:
     last_delta_at: float = 0.0
     written: int = 0  # the delta the file on disk (and the topic) covers
     written_at: float = float("-inf")
+    first_unwritten_at: float = float("inf")  # when the first delta since it came
 
 
 Publish = Callable[[str, bytes], Awaitable[None]]
@@ -89,6 +96,8 @@ class StateKeeper:
         now = self.clock()
         for delta in deltas:
             tracked = self._tracked.setdefault(delta.repo, _Tracked())
+            if tracked.acked <= tracked.written:
+                tracked.first_unwritten_at = now
             tracked.acked = max(tracked.acked, delta.seq)
             tracked.last_delta_at = now
 
@@ -102,8 +111,11 @@ class StateKeeper:
             repo
             for repo, t in self._tracked.items()
             if t.acked > t.written
-            and now - t.last_delta_at >= policy.quiet_s
             and now - t.written_at >= policy.every_s
+            and (
+                now - t.last_delta_at >= policy.quiet_s
+                or now - max(t.written_at, t.first_unwritten_at) >= policy.busy_every_s
+            )
         )
 
     async def tick(self) -> None:
@@ -140,7 +152,11 @@ class StateKeeper:
         seq = state.seq
         raw = await write_off_loop(lambda: self._encode_and_write(snapshot))
         published = await self._publish(repo, seq, raw)
+        if published is None:
+            return  # written, not published: both again at the next tick
         tracked.written, tracked.written_at = seq, self.clock()
+        if tracked.acked <= seq:
+            tracked.first_unwritten_at = float("inf")
         self.written += 1
         log.info(
             "state_snapshot_written",
@@ -158,14 +174,20 @@ class StateKeeper:
         self.files.write_bytes(snapshot.repo, raw)
         return raw
 
-    async def _publish(self, repo: str, seq: int, raw: bytes) -> bool:
+    async def _publish(self, repo: str, seq: int, raw: bytes) -> bool | None:
+        """Whether the snapshot went to the topic; None: it failed (the broker away, or a
+        stop's last flush after the producer stopped), to be tried again."""
         if self.publish is None:
             return False
         if len(raw) > MAX_SNAPSHOT_BYTES:
             # Readers elsewhere fold this repository's log from its start.
             log.error("state_snapshot_too_large", repo=repo, seq=seq, bytes=len(raw))
             return False
-        await self.publish(repo, raw)
+        try:
+            await self.publish(repo, raw)
+        except Exception as exc:  # the client's errors: the log still holds the state
+            log.warning("state_snapshot_publish_failed", repo=repo, seq=seq, error=repr(exc))
+            return None
         self.published += 1
         return True
 

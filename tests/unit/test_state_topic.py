@@ -249,3 +249,58 @@ async def test_a_replica_refuses_a_snapshot_the_log_does_not_continue_and_reads_
     assert [e["detail"] for e in logs if e["event"] == "state_snapshot_rejected"] == [
         "the log ends at delta 6, before the snapshot's 10"
     ]
+
+
+async def test_a_repository_never_quiet_is_written_once_its_first_change_is_old_enough(
+    tmp_path: Path,
+) -> None:
+    files, now = StateFiles(tmp_path), [100.0]
+    s = Stamp()
+    index, _ = fold([s.claim()])
+    keeper = StateKeeper(
+        files,
+        {"app-1": index.state}.get,
+        lambda repo: None,
+        KeepPolicy(quiet_s=1.0, every_s=10.0, busy_every_s=30.0),
+        clock=lambda: now[0],
+    )
+    written_at = []
+    for step in range(130):  # a delta every 0.5 s for 65 s: never quiet
+        delta = index.handle(s.changed("a.py", f"def f{step}"), now=now[0])
+        assert delta is not None
+        keeper.observed([delta])
+        before = keeper.written
+        await keeper.tick()
+        if keeper.written > before:
+            written_at.append(now[0] - 100.0)
+        now[0] += 0.5
+    assert written_at == [30.0, 60.5]  # 30 s after the first change since the last
+
+
+async def test_a_snapshot_the_broker_did_not_take_is_written_and_published_again(
+    tmp_path: Path,
+) -> None:
+    files, now, sent, failing = StateFiles(tmp_path), [100.0], [], [True]
+
+    async def publish(repo: str, raw: bytes) -> None:
+        if failing[0]:
+            raise ConnectionError("the broker is away")
+        sent.append(repo)
+
+    index, deltas = fold([Stamp().claim()])
+    keeper = StateKeeper(
+        files,
+        {"app-1": index.state}.get,
+        lambda repo: None,
+        KeepPolicy(0.0, 0.0),
+        clock=lambda: now[0],
+        publish=publish,
+    )
+    keeper.observed(deltas)
+    with capture_logs() as logs:
+        await keeper.tick()
+    assert [e["event"] for e in logs] == ["state_snapshot_publish_failed"]
+    assert keeper.written == 0 and files.load("app-1") is not None
+    failing[0] = False
+    await keeper.tick()
+    assert keeper.written == keeper.published == 1 and sent == ["app-1"]
