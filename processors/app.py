@@ -31,12 +31,8 @@ from processors.pipeline import (
     RetryPolicy,
     with_retry,
 )
-from processors.state_keeper import (
-    CheckedDeltaLog,
-    NeighborhoodsWithState,
-    SnapshotIndexes,
-    StateKeeper,
-)
+from processors.state_keeper import StateKeeper
+from processors.state_restore import CheckedDeltaLog, NeighborhoodsWithState, SnapshotIndexes
 from producers.metrics import produced
 from producers.topics import Topics
 from stores.dead_letters import DeadLetter

@@ -13,12 +13,10 @@ state snapshots, and keeps each repository's churn ledger beside them (written b
 state snapshot it covers): a restart serves the churn history it served before.
 
 Given the state-snapshots topic (``state_topic``, issue 16 §2), every replica, wherever
-it runs, starts each repository from the latest snapshot published there (`_load_topic`)
-before it reads the graph deltas, and folds only the deltas after it: the ones it covers
-are skipped undecoded (`stores.deltas.peek_seq`), and the snapshot's own delta is
-decoded to tell whether the log continues it (`stores.state_snapshot.Continuation`). A
-snapshot the log does not continue is refused (logged ``state_snapshot_rejected``), the
-repository emptied, and its partition read again from its start: the log alone decides.
+it runs, starts each repository from the latest snapshot published there before it
+reads the graph deltas, and folds only the deltas after it (query/topic_snapshots.py); a
+snapshot the log does not continue is refused, and the refused repository's partition
+read again from its start: the log alone decides.
 """
 
 from __future__ import annotations
@@ -40,16 +38,17 @@ from query.churn.durable import SavedLedger
 from query.churn_files import ChurnFiles, ChurnKeeper
 from query.read_model import ReadModel
 from query.state_restore import empty_view, load_snapshot
+from query.topic_snapshots import TopicSnapshots
 from stores.dead_letters import decode_dead_letter
 from stores.delta_log import EndOffsets
-from stores.deltas import DeltaAssembler, GraphDelta, decode_delta, peek_seq
+from stores.deltas import DeltaAssembler, GraphDelta, decode_delta
 from stores.heap import SETTLE_AFTER_CHANGES, settle
 from stores.metrics import CONSUMER_LAG, consumed
 from stores.neighborhoods import decode_snapshot
 from stores.ranking import decode_profile
 from stores.state_files import StateFiles
-from stores.state_snapshot import Continuation, StateSnapshot
-from stores.state_topic import StateTopic, decode_offered
+from stores.state_snapshot import StateSnapshot
+from stores.state_topic import StateTopic
 
 log = structlog.get_logger(__name__)
 
@@ -81,12 +80,8 @@ class Materializer:
         state_topic: StateTopic | None = None,
     ) -> None:
         self.model = model
-        self._state_topic = state_topic
-        # Loaded from the topic: how the log continues each (repo -> its judge), and the
-        # repositories whose partition must be read again from its start (refused).
-        self._continuing: dict[str, Continuation] = {}
-        self._rewind: set[str] = set()
-        self.skipped = 0  # graph-delta messages a loaded snapshot covered, not decoded
+        # Issue 16 §2: every repository started from its snapshot on the broker.
+        self._snapshots = TopicSnapshots(state_topic, model) if state_topic is not None else None
         # Issue 16: the worker's state snapshots, when this replica shares its data dir
         # (``gazetteer up``); a replica elsewhere reads the topics from their start.
         self._state_files = state_files
@@ -193,7 +188,7 @@ class Materializer:
                         await self._preload({m.key for m in messages if m.key})
                     for message in messages:
                         self._apply(tp.topic, message.key, message.value)
-                        if self._rewind:
+                        if self._snapshots is not None and self._snapshots.rewind:
                             await self._read_again(consumer)
                             break
                     consumed(tp.topic, len(messages))
@@ -201,7 +196,7 @@ class Materializer:
                 if not any(self.lag.values()):
                     self.model.caught_up()
                 if not self.ready.is_set() and await self._caught_up(consumer):
-                    if self._ended():
+                    if self._snapshots is not None and self._snapshots.ended():
                         await self._read_again(consumer)
                         continue
                     self.ready.set()
@@ -220,83 +215,23 @@ class Materializer:
 
     async def _load_topic(self, consumer: AIOKafkaConsumer) -> None:
         """Each repository's latest snapshot on the state-snapshots topic, loaded before
-        any delta is read (decoded off the loop), when ahead of what is held."""
-        topic = self._state_topic
-        if topic is None:
+        any delta is read (`TopicSnapshots.load`)."""
+        snapshots = self._snapshots
+        if snapshots is None:
             return
         partitions = sorted(consumer.partitions_for_topic(self._topics.graph_deltas) or ())
-        offered = await topic.latest(partitions)
-        for repo in sorted(offered):
-            snapshot = await asyncio.to_thread(decode_offered, offered[repo])
-            if snapshot is None or repo in self._set_aside:
-                continue
-            churn = self._churn_files
-            ledger = churn.load(repo) if churn is not None else None
-            if load_snapshot(self.model, snapshot, ledger):
-                self._continuing[repo] = Continuation.of(snapshot)
-
-    def _continues(self, key: bytes | None, value: bytes) -> bool:
-        """Whether a graph-delta message is one a snapshot loaded from the topic covers
-        (numbered before the snapshot's own delta): skipped, undecoded."""
-        if key is None or not self._continuing:
-            return False
-        repo = key.decode(errors="replace")
-        continuation = self._continuing.get(repo)
-        if continuation is None:
-            return False
-        seq = peek_seq(value, repo)
-        if seq is None or seq >= continuation.seq:
-            return False
-        continuation.skip(seq)
-        self.skipped += 1
-        return True
-
-    def _judge(self, whole: GraphDelta) -> bool:
-        """Whether ``whole`` may be folded: False when it shows that the log does not
-        continue the repository's snapshot (refused: `_refuse`)."""
-        continuation = self._continuing.get(whole.repo)
-        if continuation is None:
-            return True
-        reason = continuation.see(whole)
-        if reason is None:
-            return True
-        self._refuse(whole.repo, reason)
-        return False
-
-    def _ended(self) -> bool:
-        """At the end of the log: refuse the snapshots it stopped short of (`_refuse`);
-        True when one was (its partition is to be read again)."""
-        for repo, continuation in sorted(self._continuing.items()):
-            reason = continuation.end()
-            if reason is not None:
-                self._refuse(repo, reason)
-        return bool(self._rewind)
-
-    def _refuse(self, repo: str, reason: str) -> None:
-        """A topic snapshot the log does not continue: the repository emptied, and the log
-        alone decides (its partition read again from its start)."""
-        del self._continuing[repo]
-        empty_view(self.model, repo)
-        self._set_aside.add(repo)
-        self._rewind.add(repo)
-        log.warning(
-            "state_snapshot_rejected",
-            source="topic",
-            repo=repo,
-            reason="other_history",
-            detail=reason,
-        )
+        churn = self._churn_files
+        await snapshots.load(partitions, churn.load if churn is not None else lambda repo: None)
 
     async def _read_again(self, consumer: AIOKafkaConsumer) -> None:
         """The graph-delta partitions of the refused repositories, from their start."""
+        assert self._snapshots is not None
         count = len(consumer.partitions_for_topic(self._topics.graph_deltas) or ())
+        rewind = self._snapshots.rewind
         tps = sorted(
-            {
-                TopicPartition(self._topics.graph_deltas, partition_of(repo, count))
-                for repo in self._rewind
-            }
+            {TopicPartition(self._topics.graph_deltas, partition_of(r, count)) for r in rewind}
         )
-        self._rewind.clear()
+        rewind.clear()
         await consumer.seek_to_beginning(*tps)
         log.info("graph_deltas_read_again", partitions=[tp.partition for tp in tps])
 
@@ -325,7 +260,7 @@ class Materializer:
         delta arrives (a restarted worker takes longer to start than this)."""
         if self._loading.get(repo) is not loading or loading.cancelled():
             return  # a reset since: the next run looks again
-        if repo in self._set_aside:
+        if self._aside(repo):
             return
         if (error := loading.exception()) is not None:
             log.error("state_snapshot_load_failed", repo=repo, error=repr(error))
@@ -372,12 +307,23 @@ class Materializer:
         Loaded when a repository's deltas arrive rather than all at start: only the
         repositories this deployment's producers claim are held (the snapshots of other
         ``up`` runs on the same data dir stay on disk)."""
-        if self._state_files is None or delta.repo in self._set_aside:
+        if self._state_files is None or self._aside(delta.repo):
             return
         snapshot = self._state_files.load(delta.repo)
         if snapshot is not None and snapshot.seq >= delta.seq - 1:
             churn = self._churn_files
             load_snapshot(self.model, snapshot, churn.load(delta.repo) if churn else None)
+
+    def _aside(self, repo: str) -> bool:
+        """Whether the log alone decides the repository: a snapshot of it was set aside
+        (the file's) or refused (the topic's)."""
+        snapshots = self._snapshots
+        return repo in self._set_aside or (snapshots is not None and repo in snapshots.refused)
+
+    @property
+    def skipped(self) -> int:
+        """Graph-delta messages a snapshot from the topic covered, left undecoded."""
+        return self._snapshots.skipped if self._snapshots is not None else 0
 
     def reset(self, reason: str) -> None:
         """The topics were lost (a broker that came back empty): forget what was read.
@@ -394,7 +340,8 @@ class Materializer:
         self._parts = DeltaAssembler()
         self._loading = {}  # the next run looks at the snapshots again
         self._unconfirmed, self._set_aside = {}, set()
-        self._continuing, self._rewind = {}, set()
+        if self._snapshots is not None:
+            self._snapshots.reset()
         self._unsettled, self._settle_due = 0, False
         self.messages = 0
         self.lag = {}
@@ -455,10 +402,11 @@ class Materializer:
             return
         try:
             if topic == self._topics.graph_deltas:
-                if self._continues(key, value):
+                snapshots = self._snapshots
+                if snapshots is not None and snapshots.covers(key, value):
                     return
                 whole = self._parts.add(decode_delta(value))
-                if whole is not None and not self._judge(whole):
+                if whole is not None and snapshots is not None and not snapshots.admits(whole):
                     return
                 if whole is not None and whole.repo in self._unconfirmed:
                     self._confirm(whole)

@@ -15,7 +15,8 @@ from structlog.testing import capture_logs
 
 from processors.indexer import RepoIndex
 from processors.pipeline import IndexingPipeline, InMemoryDeltaSink, Message
-from processors.state_keeper import CheckedDeltaLog, KeepPolicy, SnapshotIndexes, StateKeeper
+from processors.state_keeper import KeepPolicy, StateKeeper
+from processors.state_restore import CheckedDeltaLog, SnapshotIndexes
 from producers.events import encode as encode_event
 from producers.topics import DEFAULT_TOPICS
 from stores.delta_log import InMemoryDeltaLog

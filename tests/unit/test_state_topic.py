@@ -14,7 +14,8 @@ from structlog.testing import capture_logs
 
 from processors.indexer import RepoIndex
 from processors.pipeline import IndexingPipeline, InMemoryDeltaSink
-from processors.state_keeper import CheckedDeltaLog, KeepPolicy, SnapshotIndexes, StateKeeper
+from processors.state_keeper import KeepPolicy, StateKeeper
+from processors.state_restore import CheckedDeltaLog, SnapshotIndexes
 from producers.topics import DEFAULT_TOPICS
 from query.materializer import Materializer
 from query.read_model import ReadModel
@@ -214,7 +215,8 @@ async def test_a_replica_loads_the_topics_snapshot_and_folds_only_the_deltas_aft
     assert model.repos["app-1"].state.seq == 15
     for delta in deltas:  # the log from its start
         feeder._apply(GRAPH, b"app-1", encode_delta(delta))
-    assert feeder.skipped == 14 and not feeder._ended()
+    assert feeder._snapshots is not None and not feeder._snapshots.ended()
+    assert feeder.skipped == 14
     assert seen(model.repos["app-1"]) == seen(whole.repos["app-1"])
     assert model.deltas_applied == 1 + len(deltas) - 15  # the snapshot, then the rest
 
@@ -233,8 +235,10 @@ async def test_a_replica_refuses_a_snapshot_the_log_does_not_continue_and_reads_
     assert [
         (e["reason"], e["detail"]) for e in logs if e["event"] == "state_snapshot_rejected"
     ] == [("other_history", "the log's delta 10 is not the one the snapshot covers")]
-    assert feeder._rewind == {"app-1"} and model.repos["app-1"].state.seq == 0
-    feeder._rewind.clear()
+    snapshots = feeder._snapshots
+    assert snapshots is not None and snapshots.rewind == {"app-1"}
+    assert model.repos["app-1"].state.seq == 0
+    snapshots.rewind.clear()
     for delta in theirs:  # read again from the start: the log alone
         feeder._apply(GRAPH, b"app-1", encode_delta(delta))
     assert canonical(model.repos["app-1"].state) == canonical(reader_fold(theirs))
@@ -245,7 +249,7 @@ async def test_a_replica_refuses_a_snapshot_the_log_does_not_continue_and_reads_
     for delta in mine[:6]:
         feeder._apply(GRAPH, b"app-1", encode_delta(delta))
     with capture_logs() as logs:
-        assert feeder._ended()
+        assert feeder._snapshots is not None and feeder._snapshots.ended()
     assert [e["detail"] for e in logs if e["event"] == "state_snapshot_rejected"] == [
         "the log ends at delta 6, before the snapshot's 10"
     ]
