@@ -59,6 +59,7 @@ class SnapshotIndexes:
         self._judged: dict[str, StateSnapshot | None] = {}
         self._offered: dict[str, Offered] = {}
         self._candidates: dict[str, list[StateSnapshot]] = {}
+        self._from_topic: dict[str, StateSnapshot] = {}
         self.on_topic: dict[str, int] = {}  # repo -> the delta its topic snapshot covers
         self.restored_from: dict[str, int] = {}  # repo -> the snapshot's delta it started at
         self.neighborhoods: dict[str, NeighborhoodSnapshot] = {}
@@ -99,6 +100,8 @@ class SnapshotIndexes:
                 self._judged[repo] = snapshot
                 return snapshot.seq
             candidates.remove(snapshot)
+            if self._from_topic.get(repo) is snapshot:
+                self.on_topic[repo] = 0
             log.warning("state_snapshot_rejected", repo=repo, reason="other_history", detail=reason)
         return 0
 
@@ -107,8 +110,13 @@ class SnapshotIndexes:
         of two of one delta)."""
         found = []
         offered = self._offered.pop(repo, None)
-        if offered is not None and (snapshot := decode_offered(offered)) is not None:
-            found.append(snapshot)
+        if offered is not None:
+            snapshot = decode_offered(offered)
+            if snapshot is None:
+                self.on_topic[repo] = 0  # refused: what the topic holds covers nothing
+            else:
+                self._from_topic[repo] = snapshot
+                found.append(snapshot)
         on_disk = self._files.load(repo)
         if on_disk is not None and all(s.seq != on_disk.seq for s in found):
             found.append(on_disk)
@@ -116,6 +124,7 @@ class SnapshotIndexes:
 
     def __call__(self, repo: str) -> RepoIndex:
         self._candidates.pop(repo, None)
+        self._from_topic.pop(repo, None)
         if repo in self._judged:
             snapshot = self._judged.pop(repo)
         else:
@@ -136,7 +145,8 @@ class SnapshotIndexes:
 
     def held(self, state: RepoState, publishing: bool) -> int:
         """What the snapshots kept of a restored repository cover: the one it started from
-        (0: none), and no more than the topic's when publishing."""
+        (0: none), and no more than the topic's when publishing (0 when the topic's was
+        refused: published again, so that readers find one they can trust)."""
         held = self.restored_from.get(state.repo, 0)
         return min(held, self.on_topic.get(state.repo, 0)) if publishing else held
 

@@ -308,3 +308,27 @@ async def test_a_snapshot_the_broker_did_not_take_is_written_and_published_again
     failing[0] = False
     await keeper.tick()
     assert keeper.written == keeper.published == 1 and sent == ["app-1"]
+
+
+async def test_a_refused_topic_snapshot_is_published_again_from_the_file(tmp_path: Path) -> None:
+    _, deltas = fold(history(9, edits=10))
+    files = StateFiles(tmp_path)
+    good = capture(reader_fold(deltas))
+    files.write(good)
+    damaged = bytearray(encode(good))
+    damaged[-10] ^= 0xFF
+    log, topic = InMemoryDeltaLog(), InMemoryStateTopic()
+    for delta in deltas:
+        log.append(0, delta)
+    topic.append(0, bytes(damaged))
+    indexes = restoring(files, topic)
+    p = IndexingPipeline(
+        CheckedDeltaLog(log, indexes), InMemoryDeltaSink(), clock=lambda: 7.0, new_index=indexes
+    )
+    with capture_logs() as logs:
+        await p.process(message(Stamp(producer="p3", epoch=3).claim(), 0))
+    assert [e["reason"] for e in logs if e["event"] == "state_snapshot_rejected"] == ["checksum"]
+    index = p.index(0, "app-1")
+    assert index is not None and indexes.restored_from == {"app-1": good.seq}
+    assert indexes.held(index.state, publishing=False) == good.seq  # the file is whole
+    assert indexes.held(index.state, publishing=True) == 0  # the topic's is to replace
