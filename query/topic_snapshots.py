@@ -45,13 +45,14 @@ class TopicSnapshots:
     ) -> None:
         """Each repository's latest snapshot on these partitions, loaded when ahead of
         what the model holds, with the churn ledger ``ledger_of`` gives, if it fits."""
-        offered = await self._topic.latest(partitions)
-        for repo in sorted(offered):
-            snapshot = await asyncio.to_thread(decode_offered, offered[repo])
-            if snapshot is None or repo in self.refused:
-                continue
-            if load_snapshot(self._model, snapshot, ledger_of(repo)):
-                self.continuing[repo] = Continuation.of(snapshot)
+        # One partition at a time: only its messages are held meanwhile.
+        async for offered in self._topic.latest_each(partitions):
+            for repo in sorted(offered):
+                snapshot = await asyncio.to_thread(decode_offered, offered.pop(repo))
+                if snapshot is None or repo in self.refused:
+                    continue
+                if load_snapshot(self._model, snapshot, ledger_of(repo)):
+                    self.continuing[repo] = Continuation.of(snapshot)
 
     def covers(self, key: bytes | None, value: bytes) -> bool:
         """Whether a graph-delta message is one a loaded snapshot covers (numbered before

@@ -22,7 +22,7 @@ cannot be trusted is refused, logged ``state_snapshot_rejected`` with its reason
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -62,6 +62,11 @@ class StateTopic(Protocol):
     async def latest(self, partitions: Sequence[int]) -> dict[str, Offered]:
         """The latest snapshot message (greatest delta, then last in the log) of each
         repository on these partitions, whose header checks."""
+        ...
+
+    def latest_each(self, partitions: Sequence[int]) -> AsyncIterator[dict[str, Offered]]:
+        """`latest` of each partition in turn: a reader of many holds one partition's
+        messages at a time."""
         ...
 
 
@@ -129,6 +134,10 @@ class InMemoryStateTopic:
                 keep_latest(found, raw, partition)
         return found
 
+    async def latest_each(self, partitions: Sequence[int]) -> AsyncIterator[dict[str, Offered]]:
+        for partition in partitions:
+            yield await self.latest([partition])
+
 
 class KafkaStateTopic:
     """The StateTopic of a Kafka-protocol topic: the partitions read with one consumer,
@@ -143,10 +152,19 @@ class KafkaStateTopic:
 
     async def latest(self, partitions: Sequence[int]) -> dict[str, Offered]:
         found: dict[str, Offered] = {}
-        if not partitions:
-            return found
-        started = time.perf_counter()
-        tps = [TopicPartition(self._topic, p) for p in partitions]
+        async for each in self._read([list(partitions)]):
+            found.update(each)
+        return found
+
+    async def latest_each(self, partitions: Sequence[int]) -> AsyncIterator[dict[str, Offered]]:
+        async for each in self._read([[p] for p in partitions]):
+            yield each
+
+    async def _read(self, groups: Sequence[Sequence[int]]) -> AsyncIterator[dict[str, Offered]]:
+        """`latest` of each group of partitions in turn, with one consumer."""
+        groups = [group for group in groups if group]
+        if not groups:
+            return
         consumer = AIOKafkaConsumer(
             bootstrap_servers=self._bootstrap,
             enable_auto_commit=False,
@@ -155,28 +173,36 @@ class KafkaStateTopic:
             fetch_max_bytes=FETCH_BYTES,
         )
         await consumer.start()
-        messages = 0
         try:
-            consumer.assign(tps)
-            ends = await self._end_offsets(consumer, tps)
-            await consumer.seek_to_beginning(*tps)
-            pending = {tp for tp in tps if ends[tp] > 0}
-            while pending:
-                batch = await consumer.getmany(*pending, timeout_ms=1000, max_records=100)
-                for tp, records in batch.items():
-                    for record in records:
-                        if record.offset < ends[tp] and record.value is not None:
-                            messages += 1
-                            keep_latest(found, record.value, tp.partition)
-                for tp in list(pending):
-                    if await consumer.position(tp) >= ends[tp]:
-                        pending.discard(tp)
+            for group in groups:
+                yield await self._group(consumer, [TopicPartition(self._topic, p) for p in group])
         finally:
             await consumer.stop()
+
+    async def _group(
+        self, consumer: AIOKafkaConsumer, tps: list[TopicPartition]
+    ) -> dict[str, Offered]:
+        started = time.perf_counter()
+        found: dict[str, Offered] = {}
+        messages = 0
+        consumer.assign(tps)
+        ends = await self._end_offsets(consumer, tps)
+        await consumer.seek_to_beginning(*tps)
+        pending = {tp for tp in tps if ends[tp] > 0}
+        while pending:
+            batch = await consumer.getmany(*pending, timeout_ms=1000, max_records=100)
+            for tp, records in batch.items():
+                for record in records:
+                    if record.offset < ends[tp] and record.value is not None:
+                        messages += 1
+                        keep_latest(found, record.value, tp.partition)
+            for tp in list(pending):
+                if await consumer.position(tp) >= ends[tp]:
+                    pending.discard(tp)
         log.info(
             "state_topic_read",
             topic=self._topic,
-            partitions=len(tps),
+            partitions=[tp.partition for tp in tps],
             messages=messages,
             repos=len(found),
             bytes=sum(len(o.raw) for o in found.values()),
