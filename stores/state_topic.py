@@ -174,19 +174,25 @@ class KafkaStateTopic:
         )
         await consumer.start()
         try:
+            every = [TopicPartition(self._topic, p) for group in groups for p in group]
+            consumer.assign(every)
+            ends = dict(await self._end_offsets(consumer, every))  # one look for all
             for group in groups:
-                yield await self._group(consumer, [TopicPartition(self._topic, p) for p in group])
+                tps = [TopicPartition(self._topic, p) for p in group]
+                yield await self._group(consumer, tps, ends)
         finally:
             await consumer.stop()
 
     async def _group(
-        self, consumer: AIOKafkaConsumer, tps: list[TopicPartition]
+        self,
+        consumer: AIOKafkaConsumer,
+        tps: list[TopicPartition],
+        ends: dict[TopicPartition, int],
     ) -> dict[str, Offered]:
         started = time.perf_counter()
         found: dict[str, Offered] = {}
         messages = 0
         consumer.assign(tps)
-        ends = await self._end_offsets(consumer, tps)
         await consumer.seek_to_beginning(*tps)
         pending = {tp for tp in tps if ends[tp] > 0}
         while pending:
@@ -199,7 +205,7 @@ class KafkaStateTopic:
             for tp in list(pending):
                 if await consumer.position(tp) >= ends[tp]:
                     pending.discard(tp)
-        log.info(
+        (log.info if messages else log.debug)(
             "state_topic_read",
             topic=self._topic,
             partitions=[tp.partition for tp in tps],
