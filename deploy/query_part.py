@@ -19,7 +19,7 @@ from deploy.dense_setup import dense_index
 from deploy.listener import listen
 from deploy.parts import run_part, stop_on_signals, supervise
 from deploy.recovery import Recovery, recover_in_place
-from deploy.runtime import Cluster, cluster_of, ensurer, state_files
+from deploy.runtime import Cluster, cluster_of, ensurer, state_files, state_topic
 from deploy.settings import Settings
 from deploy.up import announcement, inherited_socket
 from query.api import create_api
@@ -93,6 +93,7 @@ async def run_query(
         topics=settings.topics,
         ready=ready,
         state_files=state_files(settings),
+        state_topic=state_topic(settings, cluster),
     )
     hosts = host_rule(settings.host, settings.allowed_host_names)
     api = create_api(

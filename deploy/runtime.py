@@ -31,6 +31,7 @@ from deploy.embedded_broker import EmbeddedBroker
 from deploy.settings import Settings
 from deploy.topics_admin import ensure_topics, install_no_topic_auto_creation
 from stores.state_files import StateFiles, state_directory
+from stores.state_topic import KafkaStateTopic
 
 log = structlog.get_logger(__name__)
 
@@ -99,6 +100,12 @@ def state_files(settings: Settings) -> StateFiles:
     """The deployment's state snapshots (issue 16): written by the worker, read by it and
     by the query service and the producers' read model of this data dir."""
     return StateFiles(state_directory(settings.data_dir, settings.namespace))
+
+
+def state_topic(settings: Settings, cluster: Cluster) -> KafkaStateTopic:
+    """The deployment's state snapshots on the broker (issue 16): published by the
+    workers (`Settings.snapshots_on_broker`), read by them and by every query replica."""
+    return KafkaStateTopic(cluster.bootstrap, settings.topics.state_snapshots, cluster.end_offsets)
 
 
 def run_dir(settings: Settings, role: str) -> Path:

@@ -75,6 +75,14 @@ class Settings(BaseSettings):
         "Qdrant: needs GAZETTEER_QDRANT_URL)",
     )
 
+    snapshots_on_broker: bool | None = Field(
+        None,
+        description="publish the worker's state snapshots on the state-snapshots topic too, "
+        "where replicas and workers on other machines start from them; unset: on Apache "
+        "Kafka, not on the embedded broker (it keeps every message in memory, and `up`'s "
+        "query side reads the data dir's files)",
+    )
+
     @field_validator("broker")
     @classmethod
     def _broker_url(cls, value: str) -> str:

@@ -16,7 +16,7 @@ from deploy.dense_setup import worker_fill
 from deploy.metrics_server import metrics_served, report_consumer_lag
 from deploy.parts import run_part, stop_on_signals, supervise
 from deploy.recovery import Recovery, joined_and_fetching, recover_in_place
-from deploy.runtime import Cluster, cluster_of, ensurer, run_dir, state_files
+from deploy.runtime import Cluster, cluster_of, ensurer, run_dir, state_files, state_topic
 from deploy.settings import Settings
 from processors.app import WorkerConfig, create_app
 from processors.neighborhoods.clustering import ClusterSettings
@@ -98,12 +98,15 @@ async def _worker_generation(
     snapshot_log = KafkaSnapshotLog(
         cluster.bootstrap, settings.topics.neighborhoods, cluster.end_offsets
     )
+    publish = settings.snapshots_on_broker
     app = create_app(
         config,
         delta_log=delta_log,
         snapshot_log=snapshot_log,
         dense_fill=fill,
         state_files=state_files(settings),
+        state_topic=state_topic(settings, cluster),
+        publish_state=not cluster.tansu if publish is None else publish,
     )
     await app.start()
     log.info("worker_started", app_id=settings.app_id)

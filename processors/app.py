@@ -31,12 +31,8 @@ from processors.pipeline import (
     RetryPolicy,
     with_retry,
 )
-from processors.state_keeper import (
-    CheckedDeltaLog,
-    NeighborhoodsWithState,
-    SnapshotIndexes,
-    StateKeeper,
-)
+from processors.state_keeper import StateKeeper
+from processors.state_restore import CheckedDeltaLog, NeighborhoodsWithState, SnapshotIndexes
 from producers.metrics import produced
 from producers.topics import Topics
 from stores.dead_letters import DeadLetter
@@ -45,6 +41,7 @@ from stores.heap import HeapSettler
 from stores.neighborhoods import NeighborhoodSnapshot, encode_snapshot
 from stores.repo_state import RepoState
 from stores.state_files import StateFiles
+from stores.state_topic import StateTopic
 from stores.text.dense_fill import DenseFill
 
 log = structlog.get_logger(__name__)
@@ -119,6 +116,12 @@ class FaustDeltaSink:
         )
         produced(self._topics.neighborhoods)
 
+    async def publish_state(self, repo: str, raw: bytes) -> None:
+        """A repository's encoded state snapshot, one message (stores/state_topic.py)."""
+        topic = self._topics.state_snapshots
+        await self._app.producer.send_and_wait(topic, repo.encode(), raw, None, None, None)
+        produced(topic)
+
 
 def create_app(
     config: WorkerConfig, pipeline: IndexingPipeline | None = None, **deps: Any
@@ -127,7 +130,9 @@ def create_app(
     a NeighborhoodStream over ``deps['snapshot_log']`` following its deltas, and, given
     ``deps['dense_fill']`` (GAZETTEER_EMBED_IN=worker), an EmbeddingStream filling it,
     and, given ``deps['state_files']``, state snapshots (issue 16): a repository's index
-    starts from its snapshot, and a `StateKeeper` writes them as repositories go quiet."""
+    starts from its snapshot, and a `StateKeeper` writes them as repositories go quiet;
+    given ``deps['state_topic']`` too, the snapshots on the broker are offered beside the
+    files, and with ``deps['publish_state']`` the keeper publishes there as well."""
     app = faust.App(
         config.app_id,
         broker=f"kafka://{config.bootstrap}",
@@ -152,7 +157,9 @@ def create_app(
     snapshots: SnapshotSink = sink if embedding is None else PrioritizingSink(sink, embedding)
     files: StateFiles | None = deps.get("state_files") if pipeline is None else None
     where = partitioner(config.partitions)
-    restoring = None if files is None else SnapshotIndexes(files)
+    topic: StateTopic | None = deps.get("state_topic")
+    publishing = bool(deps.get("publish_state")) and files is not None
+    restoring = None if files is None else SnapshotIndexes(files, topic=topic, partition_of=where)
     snapshot_log = deps["snapshot_log"]
     if restoring is not None:
         snapshot_log = NeighborhoodsWithState(
@@ -167,7 +174,13 @@ def create_app(
         if embedding is not None:
             followers.append(embedding)
         if files is not None:
-            keeper = StateKeeper(files, lambda repo: state_of(repo), reclusterer.snapshots.get)
+            keeper = StateKeeper(
+                files,
+                lambda repo: state_of(repo),
+                reclusterer.snapshots.get,
+                publish=sink.publish_state if publishing else None,
+                held_of=lambda state: held_of(state),
+            )
             followers.append(keeper)
         followers.append(HeapSettler())
         observer = DeltaObservers(*followers)
@@ -178,6 +191,9 @@ def create_app(
             delta_log, sink, observer=observer, new_index=restoring or RepoIndex
         )
     indexing = pipeline
+
+    def held_of(state: RepoState) -> int:
+        return state.seq if restoring is None else restoring.held(state, publishing)
 
     def state_of(repo: str) -> RepoState | None:
         index = indexing.index(where(repo), repo)

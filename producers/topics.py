@@ -15,7 +15,10 @@ name, so that several deployments (or test runs) can share one cluster.
 - ``neighborhoods``: NeighborhoodSnapshot records of the reclusterer, keyed by
   repository: each recluster's neighborhoods, file standings and changes;
 - ``ranking``: RankingProfile records (the search weights), keyed by repository or
-  ``*``: stored with the index, so every query replica ranks with the same weights.
+  ``*``: stored with the index, so every query replica ranks with the same weights;
+- ``state-snapshots``: each repository's state snapshot (stores/state_snapshot.py), one
+  message each, keyed by repository on its graph deltas' partition: where a new replica
+  or a worker on another machine starts a repository instead of delta 1 (issue 16).
 
 Each topic carries its own broker config (retention, compaction), chosen from who reads
 it, from where, and what a reader starting today needs of its history (issue 16); see
@@ -72,10 +75,17 @@ has reported" (stale) instead of "the producer stopped" (stale), and its epoch i
 from the state's lease. The lease watch of the producers reads from the end: no history."""
 
 GRAPH_DELTAS_CONFIG = _config(cleanup_policy="delete", retention_ms="-1")
-"""Everything, for now: the delta log is the materialized state, which workers and
-replicas rebuild by folding each partition from its beginning. A compacted topic keyed by
-repository would keep one delta per repository. Finite retention waits for state
-snapshots (the offset a snapshot covers plus the deltas after it, issue 16 §2)."""
+"""Everything, for now. Readers start a repository from its snapshot on the
+state-snapshots topic and fold only the deltas after it (the ones before are fetched and
+skipped undecoded, `stores.deltas.peek_seq`), so the history costs bytes on the wire, not
+folding. A finite retention is safe only once every repository's snapshot on the topic
+covers every delta older than the retention, which does not hold yet (docs/ARCHITECTURE.md,
+"State snapshots on the broker"): a repository of a partition no worker has restored since
+this version was deployed has no snapshot on the topic (a worker publishes a repository
+when it changes or when it restores a partition and finds the topic behind), a repository
+edited more often than once a second is never quiet and so never published, and a snapshot
+above the topic's message limit is not published at all. A compacted topic keyed by
+repository would keep one delta per repository, never the state."""
 
 DEAD_LETTERS_CONFIG = _config(cleanup_policy="delete", retention_ms=str(30 * _DAY_MS))
 """Thirty days: a letter is for an operator (it holds the reason and the original key
@@ -98,6 +108,22 @@ disagree; and a profile naming a weight this version does not know is refused in
 of the one before, which compaction may have removed: ``ranking set`` checks the names
 before it publishes.) Tiny: compaction need not hurry. Kafka refuses a record without a
 key on a compacted topic; ``ranking set`` and the sink key every one."""
+
+STATE_SNAPSHOTS_CONFIG = _config(
+    cleanup_policy="compact",
+    retention_ms="-1",
+    segment_ms=str(10 * _MINUTE_MS),
+)
+"""The last snapshot of each repository (its key) is all a reader takes: compaction
+keeps it, so the topic costs about one snapshot per repository, the size of the code,
+whatever the history. ``segment.ms`` closes a segment every ten minutes (the open one is
+never compacted), so a reader fetches at most about ten minutes of superseded snapshots
+(a repository is published at most every 30 s, `processors.state_keeper.KeepPolicy`) beyond
+what the cleaner has not reached yet (``min.cleanable.dirty.ratio``: half the log). The
+embedded Tansu neither compacts nor deletes and keeps every message in memory until it
+stops: there the worker does not publish unless told to (``GAZETTEER_SNAPSHOTS_ON_BROKER``)
+and the query side of ``up`` reads the data dir's files instead; told to, it keeps at most
+one snapshot per repository per 30 s of changes (django: 6.5 MB each), until ``up`` stops."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +184,10 @@ class Topics:
     def ranking(self) -> str:
         return f"{self.namespace}.ranking.v1"
 
+    @property
+    def state_snapshots(self) -> str:
+        return f"{self.namespace}.state-snapshots.v1"
+
     def specs(self, partitions: int) -> tuple[TopicSpec, ...]:
         """Every topic of the pipeline, with its own config.
 
@@ -172,6 +202,7 @@ class Topics:
             TopicSpec(self.dead_letters, partitions, DEAD_LETTERS_CONFIG),
             TopicSpec(self.neighborhoods, partitions, NEIGHBORHOODS_CONFIG),
             TopicSpec(self.ranking, partitions, RANKING_CONFIG),
+            TopicSpec(self.state_snapshots, partitions, STATE_SNAPSHOTS_CONFIG),
         )
 
 

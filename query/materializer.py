@@ -11,6 +11,12 @@ Sharing the worker's data dir (``gazetteer up``, issue 16), it also loads the wo
 state snapshots, and keeps each repository's churn ledger beside them (written by a
 `ChurnKeeper` when the repository is quiet and at the end of a run, loaded with the
 state snapshot it covers): a restart serves the churn history it served before.
+
+Given the state-snapshots topic (``state_topic``, issue 16 §2), every replica, wherever
+it runs, starts each repository from the latest snapshot published there before it
+reads the graph deltas, and folds only the deltas after it (query/topic_snapshots.py); a
+snapshot the log does not continue is refused, and the refused repository's partition
+read again from its start: the log alone decides.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from query.churn.durable import SavedLedger
 from query.churn_files import ChurnFiles, ChurnKeeper
 from query.read_model import ReadModel
 from query.state_restore import empty_view, load_snapshot
+from query.topic_snapshots import TopicSnapshots
 from stores.dead_letters import decode_dead_letter
 from stores.delta_log import EndOffsets
 from stores.deltas import DeltaAssembler, GraphDelta, decode_delta
@@ -41,6 +48,7 @@ from stores.neighborhoods import decode_snapshot
 from stores.ranking import decode_profile
 from stores.state_files import StateFiles
 from stores.state_snapshot import StateSnapshot
+from stores.state_topic import StateTopic
 
 log = structlog.get_logger(__name__)
 
@@ -69,8 +77,11 @@ class Materializer:
         topics: Topics = DEFAULT_TOPICS,
         ready: asyncio.Event | None = None,
         state_files: StateFiles | None = None,
+        state_topic: StateTopic | None = None,
     ) -> None:
         self.model = model
+        # Issue 16 §2: every repository started from its snapshot on the broker.
+        self._snapshots = TopicSnapshots(state_topic, model) if state_topic is not None else None
         # Issue 16: the worker's state snapshots, when this replica shares its data dir
         # (``gazetteer up``); a replica elsewhere reads the topics from their start.
         self._state_files = state_files
@@ -159,6 +170,7 @@ class Materializer:
         self.model.unread_statuses.clear()
         try:
             partitions = await self._partitions(consumer)
+            await self._load_topic(consumer)
             consumer.assign(partitions)
             await consumer.seek_to_beginning(*partitions)
             self._targets = dict(await self._end_offsets(consumer, partitions))
@@ -176,14 +188,20 @@ class Materializer:
                         await self._preload({m.key for m in messages if m.key})
                     for message in messages:
                         self._apply(tp.topic, message.key, message.value)
+                        if self._snapshots is not None and self._snapshots.rewind:
+                            await self._read_again(consumer)
+                            break
                     consumed(tp.topic, len(messages))
                 await self._report_lag(consumer)
                 if not any(self.lag.values()):
                     self.model.caught_up()
                 if not self.ready.is_set() and await self._caught_up(consumer):
+                    if self._snapshots is not None and self._snapshots.ended():
+                        await self._read_again(consumer)
+                        continue
                     self.ready.set()
                     self.model.rebuilding = False
-                    log.info("materializer_ready", messages=self.messages)
+                    log.info("materializer_ready", messages=self.messages, skipped=self.skipped)
                     self._settle_due = self._unsettled >= SETTLE_AFTER_CHANGES
                 if self._settle_due:
                     self._settle()
@@ -194,6 +212,28 @@ class Materializer:
             if self.churn_keeper is not None:
                 await self.churn_keeper.flush()  # a clean stop: the ledgers as served
             await consumer.stop()
+
+    async def _load_topic(self, consumer: AIOKafkaConsumer) -> None:
+        """Each repository's latest snapshot on the state-snapshots topic, loaded before
+        any delta is read (`TopicSnapshots.load`)."""
+        snapshots = self._snapshots
+        if snapshots is None:
+            return
+        partitions = sorted(consumer.partitions_for_topic(self._topics.graph_deltas) or ())
+        churn = self._churn_files
+        await snapshots.load(partitions, churn.load if churn is not None else lambda repo: None)
+
+    async def _read_again(self, consumer: AIOKafkaConsumer) -> None:
+        """The graph-delta partitions of the refused repositories, from their start."""
+        assert self._snapshots is not None
+        count = len(consumer.partitions_for_topic(self._topics.graph_deltas) or ())
+        rewind = self._snapshots.rewind
+        tps = sorted(
+            {TopicPartition(self._topics.graph_deltas, partition_of(r, count)) for r in rewind}
+        )
+        rewind.clear()
+        await consumer.seek_to_beginning(*tps)
+        log.info("graph_deltas_read_again", partitions=[tp.partition for tp in tps])
 
     def _prefetch(self, repo: str) -> None:
         """Start decoding the snapshot of a repository this replica holds nothing of, off
@@ -220,7 +260,7 @@ class Materializer:
         delta arrives (a restarted worker takes longer to start than this)."""
         if self._loading.get(repo) is not loading or loading.cancelled():
             return  # a reset since: the next run looks again
-        if repo in self._set_aside:
+        if self._aside(repo):
             return
         if (error := loading.exception()) is not None:
             log.error("state_snapshot_load_failed", repo=repo, error=repr(error))
@@ -267,12 +307,23 @@ class Materializer:
         Loaded when a repository's deltas arrive rather than all at start: only the
         repositories this deployment's producers claim are held (the snapshots of other
         ``up`` runs on the same data dir stay on disk)."""
-        if self._state_files is None or delta.repo in self._set_aside:
+        if self._state_files is None or self._aside(delta.repo):
             return
         snapshot = self._state_files.load(delta.repo)
         if snapshot is not None and snapshot.seq >= delta.seq - 1:
             churn = self._churn_files
             load_snapshot(self.model, snapshot, churn.load(delta.repo) if churn else None)
+
+    def _aside(self, repo: str) -> bool:
+        """Whether the log alone decides the repository: a snapshot of it was set aside
+        (the file's) or refused (the topic's)."""
+        snapshots = self._snapshots
+        return repo in self._set_aside or (snapshots is not None and repo in snapshots.refused)
+
+    @property
+    def skipped(self) -> int:
+        """Graph-delta messages a snapshot from the topic covered, left undecoded."""
+        return self._snapshots.skipped if self._snapshots is not None else 0
 
     def reset(self, reason: str) -> None:
         """The topics were lost (a broker that came back empty): forget what was read.
@@ -289,6 +340,8 @@ class Materializer:
         self._parts = DeltaAssembler()
         self._loading = {}  # the next run looks at the snapshots again
         self._unconfirmed, self._set_aside = {}, set()
+        if self._snapshots is not None:
+            self._snapshots.reset()
         self._unsettled, self._settle_due = 0, False
         self.messages = 0
         self.lag = {}
@@ -349,7 +402,12 @@ class Materializer:
             return
         try:
             if topic == self._topics.graph_deltas:
+                snapshots = self._snapshots
+                if snapshots is not None and snapshots.covers(key, value):
+                    return
                 whole = self._parts.add(decode_delta(value))
+                if whole is not None and snapshots is not None and not snapshots.admits(whole):
+                    return
                 if whole is not None and whole.repo in self._unconfirmed:
                     self._confirm(whole)
                 held = None if whole is None else self.model.repos.get(whole.repo)

@@ -21,6 +21,8 @@ such file used to cost 270,000 messages, the largest 15 MB).
 
 from __future__ import annotations
 
+import functools
+import json
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -173,6 +175,32 @@ def _share(record: object) -> None:
 def encode_delta(delta: GraphDelta) -> bytes:
     """The message value of a delta that fits one part (`encode_parts` cuts larger ones)."""
     return delta.model_dump_json(exclude_defaults=False).encode()
+
+
+_HEAD = b'{"v":1,"kind":"graph_delta","repo":'
+_DIGITS = 20
+
+
+@functools.lru_cache(maxsize=4096)
+def _head(repo: str) -> bytes:
+    return _HEAD + json.dumps(repo).encode() + b',"seq":'
+
+
+def peek_seq(raw: bytes, repo: str) -> int | None:
+    """The number of a delta (or of one part of one) of ``repo`` read from the first
+    bytes of its message, without decoding it: `encode_delta` writes ``v``, ``kind``,
+    ``repo`` and ``seq`` first. None when the bytes do not begin that way (another
+    repository, another encoding): the caller decodes them. What lets a reader skip the
+    deltas a state snapshot covers for the cost of fetching them (issue 16)."""
+    head = _head(repo)
+    if not raw.startswith(head):
+        return None
+    at = end = len(head)
+    while end < len(raw) and end - at <= _DIGITS and 48 <= raw[end] <= 57:
+        end += 1
+    if end == at or end - at > _DIGITS or end >= len(raw) or raw[end] != 44:  # b","
+        return None
+    return int(raw[at:end])
 
 
 DELTA_PART_BYTES = 1024 * 1024

@@ -102,6 +102,24 @@ class StateFiles:
             return None
         return header
 
+    def header(self, repo: str) -> SnapshotHeader | None:
+        """The header of the repository's snapshot, its first bytes only read (the body
+        unverified: `load` verifies it); None: none written, or rejected (logged)."""
+        path = self.path_of(repo)
+        try:
+            with open(path, "rb") as file:
+                raw = file.read(_HEADER_BYTES)
+        except FileNotFoundError:
+            return None
+        try:
+            header = read_header(raw)
+            if header.repo != repo:
+                raise SnapshotRejected("invalid", f"the file holds {header.repo!r}")
+        except SnapshotRejected as rejected:
+            self._rejected(path, repo, rejected)
+            return None
+        return header
+
     def load_where(self, wanted: Callable[[str], bool]) -> list[StateSnapshot]:
         """The snapshots of the repositories ``wanted`` accepts (by id), in id order."""
         found = []

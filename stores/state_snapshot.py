@@ -229,23 +229,73 @@ def decode(raw: bytes) -> StateSnapshot:
     return snapshot
 
 
-def against_log(snapshot: StateSnapshot, deltas: Sequence[GraphDelta]) -> str | None:
+def against_log(
+    snapshot: StateSnapshot, deltas: Sequence[GraphDelta], skipped_to: int = 0
+) -> str | None:
     """Why ``snapshot`` cannot start a state the repository's ``deltas`` (in log order)
     continue, or None when it can: the log begins after it (an embedded broker restarted
-    empty) or is empty, or it holds the snapshot's own last delta, from the same
-    producer event applied at the same time (the same history). A log that holds deltas
-    up to before the snapshot's, but not it, or another delta under its number, is
-    another history (topics recreated, a worker elsewhere that started over): the log
-    then decides, never a mix of both."""
-    last = max((d.seq for d in deltas), default=None)
-    if last is None or min(d.seq for d in deltas) > snapshot.seq:
+    empty, or a finite retention that dropped what it covers) or is empty, or it holds
+    the snapshot's own last delta, from the same producer event applied at the same time
+    (the same history). A log that holds deltas up to before the snapshot's, but not it,
+    or another delta under its number, is another history (topics recreated, a worker
+    elsewhere that started over): the log then decides, never a mix of both.
+
+    ``skipped_to``: the highest delta before the snapshot's that the reader left out
+    undecoded (`stores.deltas.peek_seq`), 0 for none: the log holds it, so it does not
+    begin after the snapshot."""
+    continuation = Continuation.of(snapshot, skipped_to)
+    for delta in deltas:
+        reason = continuation.see(delta)
+        if reason is not None:
+            return reason
+    return continuation.end()
+
+
+@dataclass(slots=True)
+class Continuation:
+    """`against_log` one delta at a time, for a reader that folds the log as it comes
+    (the query side) and skips the deltas a loaded snapshot covers without decoding
+    them (`skip`). ``see`` says at once when the log is another history; ``end``, once
+    the whole log is read, whether it ended before the snapshot's own delta."""
+
+    seq: int
+    source: SourceMark
+    applied_at: float | None
+    before: int = 0  # the highest delta read (or skipped) before the snapshot's
+    confirmed: bool = False  # the log holds the snapshot's delta, or begins after it
+
+    @classmethod
+    def of(cls, snapshot: StateSnapshot, skipped_to: int = 0) -> Continuation:
+        return cls(snapshot.seq, snapshot.source, snapshot.indexed_at, before=skipped_to)
+
+    def skip(self, seq: int) -> None:
+        """A delta before the snapshot's, left out undecoded."""
+        self.before = max(self.before, seq)
+
+    def see(self, delta: GraphDelta) -> str | None:
+        """The next whole delta of the repository in log order: None while the log may
+        continue the snapshot, else why it does not."""
+        if delta.seq < self.seq:
+            self.skip(delta.seq)
+            return None
+        if delta.seq == self.seq:
+            if delta.source != self.source or delta.applied_at != self.applied_at:
+                return f"the log's delta {self.seq} is not the one the snapshot covers"
+            self.confirmed = True
+            return None
+        if not self.confirmed and self.before:
+            return (
+                f"the log goes from delta {self.before} to {delta.seq} without the "
+                f"snapshot's {self.seq}"
+            )
+        self.confirmed = True  # begins after it
         return None
-    own = next((d for d in deltas if d.seq == snapshot.seq), None)
-    if own is None:
-        return f"the log ends at delta {last}, before the snapshot's {snapshot.seq}"
-    if own.source != snapshot.source or own.applied_at != snapshot.indexed_at:
-        return f"the log's delta {snapshot.seq} is not the one the snapshot covers"
-    return None
+
+    def end(self) -> str | None:
+        """At the end of the log: why it does not continue the snapshot, or None."""
+        if not self.confirmed and self.before:
+            return f"the log ends at delta {self.before}, before the snapshot's {self.seq}"
+        return None
 
 
 def canonical(state: RepoState) -> bytes:

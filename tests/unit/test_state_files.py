@@ -15,7 +15,8 @@ from structlog.testing import capture_logs
 
 from processors.indexer import RepoIndex
 from processors.pipeline import IndexingPipeline, InMemoryDeltaSink, Message
-from processors.state_keeper import CheckedDeltaLog, KeepPolicy, SnapshotIndexes, StateKeeper
+from processors.state_keeper import KeepPolicy, StateKeeper
+from processors.state_restore import CheckedDeltaLog, SnapshotIndexes
 from producers.events import encode as encode_event
 from producers.topics import DEFAULT_TOPICS
 from stores.delta_log import InMemoryDeltaLog
@@ -228,14 +229,14 @@ class SlowFiles(StateFiles):
         self.started = threading.Semaphore(0)
         self._count = threading.Lock()
 
-    def write(self, snapshot):  # type: ignore[no-untyped-def]
+    def write_bytes(self, repo, raw):  # type: ignore[no-untyped-def]
         with self._count:
             self.running += 1
             self.most_at_once = max(self.most_at_once, self.running)
         self.started.release()
         try:
             self.release.wait(10)
-            return super().write(snapshot)
+            return super().write_bytes(repo, raw)
         finally:
             with self._count:
                 self.running -= 1

@@ -1,0 +1,217 @@
+"""State snapshots on the broker: the state-snapshots topic (issue 16 §2).
+
+The worker publishes a repository's snapshot (`stores.state_snapshot.encode`, the very
+bytes it writes to disk) keyed by the repository, on the partition number of its graph
+deltas, whenever its `StateKeeper` writes one. A new query replica, or a worker taking a
+partition on another machine, reads the partition's latest snapshot of each repository
+(`latest`), starts each repository from it and folds only the deltas after it.
+
+One message per snapshot, not parts: the topic is compacted (the last record per key),
+and a snapshot in parts would need a key per part and tombstones for the parts a smaller
+snapshot no longer has, and a reader could meet parts of two snapshots mid-compaction.
+A snapshot is compressed JSON (django's: 6.5 MB), far below the topic's 128 MB
+``max.message.bytes``; one above `MAX_SNAPSHOT_BYTES` is not published (logged
+``state_snapshot_too_large``) and readers fold that repository's log.
+
+What a message's header says is checked here (`read_header`: magic, format, contract,
+header digest); its body is verified when decoded (`decode_offered`): a message that
+cannot be trusted is refused, logged ``state_snapshot_rejected`` with its reason and
+``source="topic"``, and the log alone decides.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import structlog
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from stores.delta_log import EndOffsets
+from stores.state_snapshot import (
+    SnapshotHeader,
+    SnapshotRejected,
+    StateSnapshot,
+    decode,
+    read_header,
+)
+
+log = structlog.get_logger(__name__)
+
+MAX_SNAPSHOT_BYTES = 128 * 1024 * 1024 - 64 * 1024
+"""The largest snapshot published: the topics' ``max.message.bytes`` (128 MB, the
+worker's producer's ``max.request.size``) less room for the record batch's envelope."""
+FETCH_BYTES = 128 * 1024 * 1024
+"""What a reader fetches of a partition at once: a whole snapshot, whatever the broker."""
+_HEADER_BYTES = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Offered:
+    """A repository's latest snapshot message on the topic, its header checked."""
+
+    header: SnapshotHeader
+    raw: bytes
+
+
+class StateTopic(Protocol):
+    """Where the state snapshots of a deployment are read back from."""
+
+    async def latest(self, partitions: Sequence[int]) -> dict[str, Offered]:
+        """The latest snapshot message (greatest delta, then last in the log) of each
+        repository on these partitions, whose header checks."""
+        ...
+
+    def latest_each(self, partitions: Sequence[int]) -> AsyncIterator[dict[str, Offered]]:
+        """`latest` of each partition in turn: a reader of many holds one partition's
+        messages at a time."""
+        ...
+
+
+def keep_latest(found: dict[str, Offered], raw: bytes, partition: int) -> None:
+    """Keep ``raw`` if its header checks and it covers at least the delta of the one held
+    of its repository (on a broker that does not compact, the older ones stay)."""
+    try:
+        header = read_header(raw[:_HEADER_BYTES])
+    except SnapshotRejected as rejected:
+        log.warning(
+            "state_snapshot_rejected",
+            source="topic",
+            partition=partition,
+            reason=rejected.reason,
+            detail=rejected.detail,
+        )
+        return
+    held = found.get(header.repo)
+    if held is None or header.seq >= held.header.seq:
+        found[header.repo] = Offered(header, raw)
+
+
+def decode_offered(offered: Offered) -> StateSnapshot | None:
+    """The snapshot of a message, verified whole, or None: refused (logged)."""
+    started = time.perf_counter()
+    repo = offered.header.repo
+    try:
+        snapshot = decode(offered.raw)
+    except SnapshotRejected as rejected:
+        log.warning(
+            "state_snapshot_rejected",
+            source="topic",
+            repo=repo,
+            seq=offered.header.seq,
+            reason=rejected.reason,
+            detail=rejected.detail,
+        )
+        return None
+    log.info(
+        "state_snapshot_loaded",
+        source="topic",
+        repo=repo,
+        seq=snapshot.seq,
+        files=len(snapshot.files),
+        bytes=len(offered.raw),
+        seconds=round(time.perf_counter() - started, 3),
+    )
+    return snapshot
+
+
+class InMemoryStateTopic:
+    """A StateTopic over lists (keeps every message, as a broker that does not compact):
+    the test double of the Kafka reader."""
+
+    def __init__(self) -> None:
+        self.partitions: dict[int, list[bytes]] = {}
+
+    def append(self, partition: int, raw: bytes) -> None:
+        self.partitions.setdefault(partition, []).append(raw)
+
+    async def latest(self, partitions: Sequence[int]) -> dict[str, Offered]:
+        found: dict[str, Offered] = {}
+        for partition in partitions:
+            for raw in self.partitions.get(partition, []):
+                keep_latest(found, raw, partition)
+        return found
+
+    async def latest_each(self, partitions: Sequence[int]) -> AsyncIterator[dict[str, Offered]]:
+        for partition in partitions:
+            yield await self.latest([partition])
+
+
+class KafkaStateTopic:
+    """The StateTopic of a Kafka-protocol topic: the partitions read with one consumer,
+    from their beginning to the end they had when the read started, keeping only the
+    latest message per repository as it goes (a broker that does not compact may hold
+    many of each)."""
+
+    def __init__(self, bootstrap: str, topic: str, end_offsets: EndOffsets) -> None:
+        self._bootstrap = bootstrap
+        self._topic = topic
+        self._end_offsets = end_offsets
+
+    async def latest(self, partitions: Sequence[int]) -> dict[str, Offered]:
+        found: dict[str, Offered] = {}
+        async for each in self._read([list(partitions)]):
+            found.update(each)
+        return found
+
+    async def latest_each(self, partitions: Sequence[int]) -> AsyncIterator[dict[str, Offered]]:
+        async for each in self._read([[p] for p in partitions]):
+            yield each
+
+    async def _read(self, groups: Sequence[Sequence[int]]) -> AsyncIterator[dict[str, Offered]]:
+        """`latest` of each group of partitions in turn, with one consumer."""
+        groups = [group for group in groups if group]
+        if not groups:
+            return
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self._bootstrap,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_partition_fetch_bytes=FETCH_BYTES,
+            fetch_max_bytes=FETCH_BYTES,
+        )
+        await consumer.start()
+        try:
+            every = [TopicPartition(self._topic, p) for group in groups for p in group]
+            consumer.assign(every)
+            ends = dict(await self._end_offsets(consumer, every))  # one look for all
+            for group in groups:
+                tps = [TopicPartition(self._topic, p) for p in group]
+                yield await self._group(consumer, tps, ends)
+        finally:
+            await consumer.stop()
+
+    async def _group(
+        self,
+        consumer: AIOKafkaConsumer,
+        tps: list[TopicPartition],
+        ends: dict[TopicPartition, int],
+    ) -> dict[str, Offered]:
+        started = time.perf_counter()
+        found: dict[str, Offered] = {}
+        messages = 0
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        pending = {tp for tp in tps if ends[tp] > 0}
+        while pending:
+            batch = await consumer.getmany(*pending, timeout_ms=1000, max_records=100)
+            for tp, records in batch.items():
+                for record in records:
+                    if record.offset < ends[tp] and record.value is not None:
+                        messages += 1
+                        keep_latest(found, record.value, tp.partition)
+            for tp in list(pending):
+                if await consumer.position(tp) >= ends[tp]:
+                    pending.discard(tp)
+        (log.info if messages else log.debug)(
+            "state_topic_read",
+            topic=self._topic,
+            partitions=[tp.partition for tp in tps],
+            messages=messages,
+            repos=len(found),
+            bytes=sum(len(o.raw) for o in found.values()),
+            seconds=round(time.perf_counter() - started, 3),
+        )
+        return found
