@@ -20,7 +20,6 @@ The other half, restoring from them, is processors/state_restore.py.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ import structlog
 from stores.deltas import GraphDelta
 from stores.neighborhoods import NeighborhoodSnapshot
 from stores.repo_state import RepoState
-from stores.state_files import STOP_BUDGET_S, StateFiles, flush_within, write_off_loop
+from stores.state_files import STOP_BUDGET_S, StateFiles, WriteTurns, write_off_loop
 from stores.state_snapshot import StateSnapshot, capture, encode
 from stores.state_topic import MAX_SNAPSHOT_BYTES
 
@@ -75,7 +74,7 @@ class StateKeeper:
     """The delta a restored repository's snapshot already covers where it is kept (the
     file, and the topic when publishing): less than its state's, it is written again."""
     _tracked: dict[str, _Tracked] = field(default_factory=dict)
-    _writing: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _turns: WriteTurns = field(default_factory=lambda: WriteTurns("state_snapshot"))
     written: int = 0
     published: int = 0
 
@@ -112,21 +111,15 @@ class StateKeeper:
 
     async def tick(self) -> None:
         """Write the snapshots that are due (skipped while a write is under way)."""
-        if self._writing.locked():
-            return
-        async with self._writing:
-            for repo in self.due(self.clock()):
-                await self._write(repo)
+        await self._turns.tick(lambda: self.due(self.clock()), self._write)
 
     async def flush(self, budget_s: float = STOP_BUDGET_S) -> bool:
         """At a clean stop: every repository changed since its last snapshot, after the
         write under way; False when ``budget_s`` ran out first (logged)."""
-        return await flush_within(self._flush(), budget_s, "state_snapshot")
-
-    async def _flush(self) -> None:
-        async with self._writing:
-            for repo in sorted(r for r, t in self._tracked.items() if t.acked > t.written):
-                await self._write(repo)
+        changed = self._tracked.items
+        return await self._turns.flush(
+            lambda: sorted(r for r, t in changed() if t.acked > t.written), self._write, budget_s
+        )
 
     async def _write(self, repo: str) -> None:
         tracked, state = self._tracked.get(repo), self.state_of(repo)

@@ -18,7 +18,6 @@ with its reason and treated as missing: the ledger starts empty, as without one.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from query.read_model import ReadModel
 from stores.state_files import (
     STOP_BUDGET_S,
     StateFiles,
-    flush_within,
+    WriteTurns,
     write_atomically,
     write_off_loop,
 )
@@ -107,7 +106,7 @@ class ChurnKeeper:
     clock: Callable[[], float] = time.monotonic
     written: int = 0
     _marks: dict[str, _Mark] = field(default_factory=dict)
-    _writing: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _turns: WriteTurns = field(default_factory=lambda: WriteTurns("churn_ledger"))
 
     def changed(self, repo: str) -> None:
         """A delta or a neighborhood snapshot of ``repo`` was folded into its ledger."""
@@ -135,21 +134,15 @@ class ChurnKeeper:
 
     async def tick(self) -> None:
         """Write the ledgers that are due (skipped while a write is under way)."""
-        if self._writing.locked():
-            return
-        async with self._writing:
-            for repo in self.due(self.clock()):
-                await self._write(repo)
+        await self._turns.tick(lambda: self.due(self.clock()), self._write)
 
     async def flush(self, budget_s: float = STOP_BUDGET_S) -> bool:
         """At a clean stop: every ledger changed since it was last written, after the
         write under way; False when ``budget_s`` ran out first (logged)."""
-        return await flush_within(self._flush(), budget_s, "churn_ledger")
-
-    async def _flush(self) -> None:
-        async with self._writing:
-            for repo in sorted(r for r, m in self._marks.items() if m.dirty):
-                await self._write(repo)
+        marks = self._marks.items
+        return await self._turns.flush(
+            lambda: sorted(r for r, m in marks() if m.dirty), self._write, budget_s
+        )
 
     async def _write(self, repo: str) -> None:
         mark, view = self._marks[repo], self.model.repos.get(repo)

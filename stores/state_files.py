@@ -25,7 +25,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -233,6 +233,40 @@ def _call_soon(
         loop.call_soon_threadsafe(settle, outcome)
     except RuntimeError:  # the loop closed meanwhile: the write outlived its stop
         pass
+
+
+class WriteTurns:
+    """A keeper's writes one at a time (the state snapshots, the churn ledgers): a tick
+    skips while a write is under way; a stop's flush waits for it, then writes what is
+    left, within its budget (`flush_within`, logged ``<what>_flush_cut``). The repositories
+    to write are asked for once the turn is taken, so they are as of after the write
+    waited for."""
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+        self._turn = asyncio.Lock()
+
+    async def tick(
+        self, repos: Callable[[], Iterable[str]], write: Callable[[str], Awaitable[None]]
+    ) -> None:
+        if self._turn.locked():
+            return
+        await self._write(repos, write)
+
+    async def flush(
+        self,
+        repos: Callable[[], Iterable[str]],
+        write: Callable[[str], Awaitable[None]],
+        budget_s: float,
+    ) -> bool:
+        return await flush_within(self._write(repos, write), budget_s, self._what)
+
+    async def _write(
+        self, repos: Callable[[], Iterable[str]], write: Callable[[str], Awaitable[None]]
+    ) -> None:
+        async with self._turn:
+            for repo in repos():
+                await write(repo)
 
 
 async def flush_within(flush: Awaitable[None], budget_s: float, what: str) -> bool:
