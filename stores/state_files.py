@@ -93,14 +93,7 @@ class StateFiles:
         except FileNotFoundError:
             log.info("state_snapshot_missing", repo=repo, path=str(path))
             return None
-        try:
-            header = peek(raw)
-            if header.repo != repo:
-                raise SnapshotRejected("invalid", f"the file holds {header.repo!r}")
-        except SnapshotRejected as rejected:
-            self._rejected(path, repo, rejected)
-            return None
-        return header
+        return self._header_of(path, repo, raw, peek)
 
     def header(self, repo: str) -> SnapshotHeader | None:
         """The header of the repository's snapshot, its first bytes only read (the body
@@ -111,8 +104,14 @@ class StateFiles:
                 raw = file.read(_HEADER_BYTES)
         except FileNotFoundError:
             return None
+        return self._header_of(path, repo, raw, read_header)
+
+    def _header_of(
+        self, path: Path, repo: str, raw: bytes, read: Callable[[bytes], SnapshotHeader]
+    ) -> SnapshotHeader | None:
+        """``read(raw)`` if it names ``repo``; None, logged, if rejected."""
         try:
-            header = read_header(raw)
+            header = read(raw)
             if header.repo != repo:
                 raise SnapshotRejected("invalid", f"the file holds {header.repo!r}")
         except SnapshotRejected as rejected:
