@@ -74,6 +74,20 @@ def churn(url: str, rid: str) -> list[dict]:
     return out
 
 
+def settled_churn(url: str, rid: str) -> list[dict]:
+    """The churn once the scan's neighborhoods are in it: a scan's entry gains them when
+    the recluster lands, a moment after `fresh` (the stop's ledger holds them)."""
+    seen: list[list[dict]] = []
+
+    def settled() -> bool:
+        hoods = get(url, f"/repositories/{rid}/neighborhoods")["total"]
+        seen.append(churn(url, rid))
+        return hoods > 0 and len(seen) > 1 and seen[-1] == seen[-2]
+
+    eventually(settled, 60, "the scan's neighborhoods in its churn entry")
+    return seen[-1]
+
+
 def up(root: Path, data: Path, namespace: str) -> Gazetteer:
     env = {
         "GAZETTEER_NAMESPACE": namespace,
@@ -95,7 +109,7 @@ def test_up_restarts_from_its_snapshots_reconciles_one_change_and_answers_as_fre
         eventually(lambda: fresh_at(url, repo.head()), 90, "the first scan")
         rid = (the_repo(url) or {})["repo"]
         assert first.log_events("scan_started")[0]["full"] is True
-        history = churn(url, rid)
+        history = settled_churn(url, rid)
         assert [(e["kind"], e["commit"]) for e in history] == [("scan", repo.head())]
         assert first.interrupt() == 0
         snapshot = data / "state" / namespace / f"{rid}.snap"
