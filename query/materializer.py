@@ -57,6 +57,10 @@ PROBE_TTL_S = 0.05
 """How long a look at the end of a sources partition serves the answers after it."""
 PROBE_TIMEOUT_S = 0.25
 """How long an answer waits for that look; past it the answer says ``updating``."""
+UNANSWERED_HOLD_S = 1.0
+"""How long a look the broker did not answer in time keeps its repository ``updating``
+in answers that do not look themselves (the list of repositories); the next answer
+about the repository looks again."""
 
 Restorable = tuple[StateSnapshot | None, SavedLedger | None]
 """A repository's state snapshot and the churn ledger saved beside it, as read."""
@@ -106,6 +110,9 @@ class Materializer:
         self.lag: dict[str, int] = {}
         self._consumer: AIOKafkaConsumer | None = None
         self._probed: dict[TopicPartition, tuple[float, int]] = {}  # tp -> (when, end)
+        # repo -> (its sources partition, the end a look found past the position, or None
+        # when the look was not answered in time; when): `unread_statuses` until read.
+        self._unread: dict[str, tuple[TopicPartition, int | None, float]] = {}
         self._asking: dict[TopicPartition, asyncio.Future[dict[TopicPartition, int]]] = {}
 
     async def probe_sources(self, repo: str) -> None:
@@ -138,13 +145,37 @@ class Materializer:
                 # The broker does not answer in time: whether the producer reported since
                 # cannot be told, so the answer cannot vouch either.
                 log.debug("sources_probe_failed", error=repr(exc))
-                self.model.unread_statuses.add(repo)
+                self._mark_unread(repo, tp, None, now)
                 return
             probed = self._probed[tp] = (now, end)
         if probed[1] > await consumer.position(tp):
-            self.model.unread_statuses.add(repo)
+            self._mark_unread(repo, tp, probed[1], now)
         else:
+            self._unread.pop(repo, None)
             self.model.unread_statuses.discard(repo)
+
+    def _mark_unread(self, repo: str, tp: TopicPartition, end: int | None, now: float) -> None:
+        self._unread[repo] = (tp, end, now)
+        self.model.unread_statuses.add(repo)
+
+    async def settle_unread(self, consumer: AIOKafkaConsumer | None = None) -> None:
+        """Clear the repositories whose statuses a look found unread once the read side
+        has read up to the end it found, and those whose look went unanswered after
+        ``UNANSWERED_HOLD_S``: without this, an answer that does not look (the list of
+        repositories) said ``updating`` until an answer about the repository looked
+        again, and a client polling only the list waited for ever."""
+        consumer = consumer or self._consumer
+        if consumer is None or not self._unread:
+            return
+        now = time.monotonic()
+        for repo, (tp, end, when) in list(self._unread.items()):
+            if end is None:
+                done = now - when >= UNANSWERED_HOLD_S
+            else:
+                done = await consumer.position(tp) >= end
+            if done:
+                del self._unread[repo]
+                self.model.unread_statuses.discard(repo)
 
     @staticmethod
     def _asked(
@@ -166,7 +197,7 @@ class Materializer:
         )
         await consumer.start()
         # Looks of a consumer of an earlier run (a broker since lost) are not this one's.
-        self._consumer, self._asking, self._probed = consumer, {}, {}
+        self._consumer, self._asking, self._probed, self._unread = consumer, {}, {}, {}
         self.model.unread_statuses.clear()
         try:
             partitions = await self._partitions(consumer)
@@ -193,6 +224,7 @@ class Materializer:
                             break
                     consumed(tp.topic, len(messages))
                 await self._report_lag(consumer)
+                await self.settle_unread(consumer)
                 if not any(self.lag.values()):
                     self.model.caught_up()
                 if not self.ready.is_set() and await self._caught_up(consumer):

@@ -44,10 +44,12 @@ def check_index(url: str, bad: BadRepo, extra_skipped: dict[str, str], *logs: Ga
     miss, the failure shows the watcher's and worker's own account (``logs``)."""
     expected = {**bad.expected(), **extra_skipped}
     seen: dict[str, str | None] = {}
+    last: dict = {}  # the last freshness answered
 
     def indexed() -> bool:
-        nonlocal seen
+        nonlocal seen, last
         repo = the_repository(url)
+        last = repo["freshness"] if repo else {}
         if repo is None or repo["freshness"]["status"] != "fresh":
             return False
         seen = records(url, repo["repo"])
@@ -58,7 +60,9 @@ def check_index(url: str, bad: BadRepo, extra_skipped: dict[str, str], *logs: Ga
     except AssertionError:
         wrong = {p: (seen.get(p, "missing"), r) for p, r in expected.items() if seen.get(p) != r}
         told = "\n".join(line for part in logs for line in watch_story(part))
-        raise AssertionError(f"records differ (got, wanted): {wrong}\n{told}") from None
+        raise AssertionError(
+            f"records differ (got, wanted): {wrong}\nlast freshness: {last}\n{told}"
+        ) from None
     repo = the_repository(url)
     assert repo is not None
     rid = repo["repo"]
@@ -75,8 +79,8 @@ def watch_story(part: Gazetteer) -> list[str]:
     return [
         line
         for line in part.log_text().splitlines()
-        if '"watch' in line or '"error' in line or "Traceback" in line or '"part_' in line
-    ][-80:]
+        if any(word in line for word in ("watch", "error", "Error", "Traceback", "part_", "scan"))
+    ][-120:]
 
 
 def edit_shows(url: str, rid: str, bad: BadRepo) -> None:
