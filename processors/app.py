@@ -245,12 +245,20 @@ def create_app(
             log.exception("state_snapshot_failed")
 
     joined = asyncio.Event()  # a join of the group completed (deploy/recovery.joined_within)
+    eager: set[asyncio.Task[None]] = set()  # restores of assigned partitions, held till done
 
     @app.on_partitions_assigned.connect  # type: ignore[arg-type]
     async def note_joined(app: faust.App, assigned: set[Any], **_: Any) -> None:
         ours = sorted(tp.partition for tp in assigned if tp.topic == config.topics.file_events)
         log.info("worker_joined", partitions=ours)
         joined.set()
+        if publishing and ours:
+            # Every assigned partition restored now, not at its first event: the keeper
+            # then publishes each repository whose snapshot on the broker is behind, so
+            # that idle repositories have one too (what a finite retention waits for).
+            task = asyncio.ensure_future(pipeline.restore_assigned(ours))
+            eager.add(task)
+            task.add_done_callback(eager.discard)
 
     @app.on_partitions_revoked.connect  # type: ignore[arg-type]
     async def forget_revoked(app: faust.App, revoked: set[Any], **_: Any) -> None:

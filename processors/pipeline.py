@@ -119,6 +119,8 @@ class IndexingPipeline:
         self._retry = retry
         self._new_index = new_index
         self._restored: set[int] = set()
+        self._restoring: dict[int, asyncio.Lock] = {}  # one restore of a partition at a time
+        self._revocations: dict[int, int] = {}  # partition -> times forgotten
         self._indexes: dict[int, dict[str, RepoIndex]] = {}
         self.positions: dict[tuple[str, int], int] = {}  # (topic, partition) -> next offset
         self.processed = 0
@@ -136,6 +138,19 @@ class IndexingPipeline:
 
     async def process(self, message: Message) -> None:
         await self.process_batch([message])
+
+    async def restore_assigned(self, partitions: Iterable[int]) -> None:
+        """Restore these partitions now, before their first event (issue 16): the
+        followers then take over every repository they hold, and the state keeper
+        publishes those whose snapshot on the broker is behind, so that every repository
+        of an assigned partition has one even if it is never edited again (what a finite
+        retention of graph-deltas waits for). A failure is logged, never raised: the
+        partition's first event restores it again, as before."""
+        for partition in sorted(partitions):
+            try:
+                await self._with_retry(functools.partial(self._restore, partition, eager=True), log)
+            except Exception:
+                log.exception("partition_eager_restore_failed", partition=partition)
 
     async def process_batch(self, messages: Sequence[Message]) -> None:
         """Handle messages in order; their deltas are published together and
@@ -192,6 +207,7 @@ class IndexingPipeline:
     def _forget_indexes(self, partitions: set[int]) -> None:
         """Drop what these partitions hold in memory; the next event restores them."""
         for partition in partitions:
+            self._revocations[partition] = self._revocations.get(partition, 0) + 1
             self._restored.discard(partition)
             dropped = self._indexes.pop(partition, None)
             if dropped and self._observer is not None:
@@ -290,13 +306,19 @@ class IndexingPipeline:
                 await self._observer.restored(partition, [index.state])
         return index
 
-    async def _restore(self, partition: int) -> None:
-        if partition in self._restored:
-            return
-        with stage_timer("restore"):
-            await self._restore_partition(partition)
+    async def _restore(self, partition: int, *, eager: bool = False) -> None:
+        """Restore a partition once. An eager restore (`restore_assigned`) whose
+        partition was revoked meanwhile keeps nothing; one an event asked for keeps what
+        it folded, as the event needs it (faust revokes once the batch is done)."""
+        lock = self._restoring.setdefault(partition, asyncio.Lock())
+        async with lock:  # an eager restore and the first event's wait for one another
+            if partition in self._restored:
+                return
+            with stage_timer("restore"):
+                await self._restore_partition(partition, eager)
 
-    async def _restore_partition(self, partition: int) -> None:
+    async def _restore_partition(self, partition: int, eager: bool = False) -> None:
+        forgotten = self._revocations.get(partition, 0) if eager else None
         deltas = await self._delta_log.read_partition(partition)
         indexes: dict[str, RepoIndex] = {}
         early = 0
@@ -310,8 +332,17 @@ class IndexingPipeline:
             index.apply(delta)
         if early:
             log.warning("delta_log_out_of_order", partition=partition, deltas=early)
-        if self._observer is not None:
+
+        def revoked() -> bool:
+            return forgotten is not None and self._revocations.get(partition, 0) != forgotten
+
+        if not revoked() and self._observer is not None:
             await self._observer.restored(partition, [i.state for i in indexes.values()])
+        if revoked():  # another worker's now
+            if self._observer is not None:
+                self._observer.forget(indexes)
+            log.info("partition_restore_dropped", partition=partition, reason="revoked meanwhile")
+            return
         self._indexes[partition] = indexes
         self._restored.add(partition)
         log.info("partition_restored", partition=partition, deltas=len(deltas), repos=len(indexes))

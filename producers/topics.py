@@ -80,11 +80,10 @@ state-snapshots topic and fold only the deltas after it (the ones before are fet
 skipped undecoded, `stores.deltas.peek_seq`), so the history costs bytes on the wire, not
 folding. A finite retention is safe only once every repository's snapshot on the topic
 covers every delta older than the retention, which does not hold yet (docs/ARCHITECTURE.md,
-"State snapshots on the broker"): a repository of a partition no worker has restored since
-this version was deployed has no snapshot on the topic (a worker publishes a repository
-when it changes or when it restores a partition and finds the topic behind), a repository
-edited more often than once a second is never quiet and so never published, and a snapshot
-above the topic's message limit is not published at all. A compacted topic keyed by
+"State snapshots on the broker"): a worker restores every partition it is assigned at once
+and publishes each repository whose snapshot on the topic is behind, idle ones included,
+and one never quiet is published every 300 s; but a snapshot above the topic's message
+limit is not published at all, and a refused snapshot leaves the log alone to decide. A compacted topic keyed by
 repository would keep one delta per repository, never the state."""
 
 DEAD_LETTERS_CONFIG = _config(cleanup_policy="delete", retention_ms=str(30 * _DAY_MS))

@@ -213,3 +213,40 @@ async def test_a_worker_on_another_machine_starts_from_the_topic(broker, tmp_pat
         finally:
             await other.close()
         await asyncio.sleep(0)
+
+
+async def test_a_worker_publishes_an_idle_repository_it_is_assigned(broker, tmp_path: Path) -> None:
+    """A repository indexed before snapshots went to the broker, and never edited since:
+    the worker assigned its partition restores it at once and publishes it, with no
+    event (what a finite retention of graph-deltas waits for)."""
+    repo = GitRepo.create(tmp_path / "app", dict(FILES))
+    async with running_stack(
+        broker.bootstrap, tmp_path / "main", snapshots_on_broker=False
+    ) as stack:
+        await stack.start_sources([repo.root])
+        rid = await fresh_at(stack, repo.root, repo.head())
+        assert stack.model is not None
+        seq = stack.model.repos[rid].state.seq
+        await stack.stop("sources")
+        await stack.stop("worker")
+        topic = state_topic(stack.settings, stack.cluster)
+        assert rid not in await topic.latest(range(stack.settings.partitions))
+        other = Stack(
+            stack.settings.model_copy(
+                update={"data_dir": tmp_path / "other-worker", "snapshots_on_broker": True}
+            ),
+            stack.cluster,
+        )
+        with capture_logs() as logs:
+            await other.start_worker()
+            try:
+                assert await published(stack, rid, seq) == seq
+            finally:
+                await other.close()
+        restored = [e for e in logs if e["event"] == "partition_restored"]
+        assert [
+            e["repos"]
+            for e in restored
+            if e["partition"] == partition_of(rid, stack.settings.partitions)
+        ] == [1]
+        assert "event_indexed" not in [e["event"] for e in logs]

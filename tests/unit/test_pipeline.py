@@ -366,3 +366,121 @@ async def test_a_batch_that_keeps_failing_is_dead_lettered_never_dropped_unseen(
     assert [(d.failure, d.offset) for d in sink.dead_letters] == [("bug", 0), ("bug", 1)]
     assert all(d.reason.startswith("its batch failed: ") for d in sink.dead_letters)
     assert p.positions == {(DEFAULT_TOPICS.file_events, 0): 2}
+
+
+class CountingLog(InMemoryDeltaLog):
+    """A delta log that counts its partition reads and may hold one until released."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+        self.gate: asyncio.Event | None = None
+
+    async def read_partition(self, partition: int):  # type: ignore[no-untyped-def]
+        self.reads += 1
+        if self.gate is not None:
+            await self.gate.wait()
+        return await super().read_partition(partition)
+
+
+class Following:
+    """An observer that records what it was told."""
+
+    def __init__(self) -> None:
+        self.restored_repos: list[tuple[int, list[str]]] = []
+        self.forgotten: list[str] = []
+
+    async def restored(self, partition, states) -> None:  # type: ignore[no-untyped-def]
+        self.restored_repos.append((partition, [s.repo for s in states]))
+
+    def observed(self, deltas) -> None:  # type: ignore[no-untyped-def]
+        pass
+
+    def forget(self, repos) -> None:  # type: ignore[no-untyped-def]
+        self.forgotten.extend(repos)
+
+
+def following_pipeline(log: InMemoryDeltaLog, observer: Following) -> IndexingPipeline:
+    return IndexingPipeline(
+        log,
+        InMemoryDeltaSink(log),
+        clock=lambda: 7.0,
+        new_index=lambda repo: RepoIndex(repo, parse=tiny_parse),
+        observer=observer,
+    )
+
+
+async def indexed_log(log: InMemoryDeltaLog) -> tuple[Stamp, int]:
+    s = Stamp()
+    first = pipeline(log, InMemoryDeltaSink(log))
+    for offset, event in enumerate([s.claim(), s.changed("a.py", "def f")]):
+        await first.process(message(event, offset))
+    return s, 2
+
+
+async def test_an_assigned_partition_is_restored_before_its_first_event_and_only_once() -> None:
+    log = CountingLog()
+    s, offset = await indexed_log(log)
+    log.reads = 0
+    observer = Following()
+    worker = following_pipeline(log, observer)
+    await worker.restore_assigned([0])
+    assert log.reads == 1 and observer.restored_repos == [(0, ["app-1"])]
+    restored = worker.index(0, "app-1")
+    assert restored is not None and restored.state.seq == 2
+    await worker.process(message(s.changed("b.py", "def g"), offset))
+    assert log.reads == 1  # the event found its partition restored
+    assert worker.index(0, "app-1").state.seq == 3  # type: ignore[union-attr]
+
+
+async def test_an_event_arriving_during_an_eager_restore_waits_for_it() -> None:
+    log = CountingLog()
+    s, offset = await indexed_log(log)
+    log.reads, log.gate = 0, asyncio.Event()
+    worker = following_pipeline(log, Following())
+    eager = asyncio.ensure_future(worker.restore_assigned([0]))
+    await asyncio.sleep(0)
+    event = asyncio.ensure_future(worker.process(message(s.changed("b.py", "def g"), offset)))
+    await asyncio.sleep(0)
+    log.gate.set()
+    await asyncio.gather(eager, event)
+    assert log.reads == 1
+    assert worker.index(0, "app-1").state.seq == 3  # type: ignore[union-attr]
+
+
+async def test_an_eager_restore_of_a_partition_revoked_meanwhile_keeps_nothing() -> None:
+    log = CountingLog()
+    s, offset = await indexed_log(log)
+    log.reads, log.gate = 0, asyncio.Event()
+    observer = Following()
+    worker = following_pipeline(log, observer)
+    eager = asyncio.ensure_future(worker.restore_assigned([0]))
+    await asyncio.sleep(0)
+    worker.revoke({0})
+    log.gate.set()
+    await eager
+    assert worker.index(0, "app-1") is None
+    assert observer.restored_repos == [] and observer.forgotten == ["app-1"]
+    # Assigned again: its next event restores it from the log, whole.
+    await worker.process(message(s.changed("b.py", "def g"), offset))
+    assert log.reads == 2 and worker.index(0, "app-1").state.seq == 3  # type: ignore[union-attr]
+
+
+async def test_an_eager_restore_that_fails_is_logged_and_the_first_event_restores() -> None:
+    class BrokenOnce(CountingLog):
+        broken = False
+
+        async def read_partition(self, partition: int):  # type: ignore[no-untyped-def]
+            if self.broken:
+                self.broken = False
+                raise RuntimeError("a bug in the restore")
+            return await super().read_partition(partition)
+
+    log = BrokenOnce()
+    s, offset = await indexed_log(log)
+    log.broken = True
+    worker = following_pipeline(log, Following())
+    await worker.restore_assigned([0])  # raises nothing
+    assert worker.index(0, "app-1") is None
+    await worker.process(message(s.changed("b.py", "def g"), offset))
+    assert worker.index(0, "app-1").state.seq == 3  # type: ignore[union-attr]
