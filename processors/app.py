@@ -41,7 +41,7 @@ from stores.heap import HeapSettler
 from stores.neighborhoods import NeighborhoodSnapshot, encode_snapshot
 from stores.repo_state import RepoState
 from stores.state_files import StateFiles
-from stores.state_topic import StateTopic
+from stores.state_topic import StateTopic, part_key, snapshot_messages
 from stores.text.dense_fill import DenseFill
 
 log = structlog.get_logger(__name__)
@@ -79,9 +79,13 @@ class FaustDeltaSink:
     broker configured lower still refuses a part for good, and ``with_retry`` then raises
     ``PermanentPublishError`` instead of sending it again forever."""
 
-    def __init__(self, app: faust.App, topics: Topics) -> None:
+    def __init__(
+        self, app: faust.App, topics: Topics, partition_of: Callable[[str], int] | None = None
+    ) -> None:
         self._app = app
         self._topics = topics
+        self._partition_of = partition_of
+        self._parts: dict[str, int] = {}  # repo -> parts of its last snapshot sent in parts
 
     async def publish_deltas(self, deltas: Sequence[GraphDelta]) -> None:
         producer = self._app.producer
@@ -117,10 +121,23 @@ class FaustDeltaSink:
         produced(self._topics.neighborhoods)
 
     async def publish_state(self, repo: str, raw: bytes) -> None:
-        """A repository's encoded state snapshot, one message (stores/state_topic.py)."""
+        """A repository's encoded state snapshot: one message, or parts on the
+        repository's partition in order, then tombstones for the parts of a larger
+        snapshot sent before it (stores/state_topic.py)."""
         topic = self._topics.state_snapshots
-        await self._app.producer.send_and_wait(topic, repo.encode(), raw, None, None, None)
-        produced(topic)
+        messages = snapshot_messages(repo, raw)
+        parts = len(messages) if len(messages) > 1 else 0
+        partition = None
+        if parts or self._parts.get(repo, 0):
+            assert self._partition_of is not None, "parts need the repository's partition"
+            partition = self._partition_of(repo)
+        send = self._app.producer.send_and_wait
+        for key, value in messages:
+            await send(topic, key, value, partition, None, None)
+        for index in range(parts, self._parts.get(repo, 0)):
+            await send(topic, part_key(repo, index), None, partition, None, None)
+        self._parts[repo] = parts
+        produced(topic, len(messages))
 
 
 def create_app(
@@ -150,13 +167,13 @@ def create_app(
         producer_acks=-1,
         producer_max_request_size=MAX_DELTA_BYTES,
     )
-    sink = FaustDeltaSink(app, config.topics)
+    where = partitioner(config.partitions)
+    sink = FaustDeltaSink(app, config.topics, where)
     reclusterer = Reclusterer(config.recluster, config.debounce)
     fill: DenseFill | None = deps.get("dense_fill")
     embedding = None if fill is None else EmbeddingStream(fill, latest=reclusterer.snapshots.get)
     snapshots: SnapshotSink = sink if embedding is None else PrioritizingSink(sink, embedding)
     files: StateFiles | None = deps.get("state_files") if pipeline is None else None
-    where = partitioner(config.partitions)
     topic: StateTopic | None = deps.get("state_topic")
     publishing = bool(deps.get("publish_state")) and files is not None
     restoring = None if files is None else SnapshotIndexes(files, topic=topic, partition_of=where)

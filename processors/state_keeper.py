@@ -31,7 +31,6 @@ from stores.neighborhoods import NeighborhoodSnapshot
 from stores.repo_state import RepoState
 from stores.state_files import STOP_BUDGET_S, StateFiles, WriteTurns, write_off_loop
 from stores.state_snapshot import StateSnapshot, capture, encode
-from stores.state_topic import MAX_SNAPSHOT_BYTES
 
 log = structlog.get_logger(__name__)
 
@@ -163,10 +162,6 @@ class StateKeeper:
         """Whether the snapshot went to the topic; None: it failed (the broker away, or a
         stop's last flush after the producer stopped), to be tried again."""
         if self.publish is None:
-            return False
-        if len(raw) > MAX_SNAPSHOT_BYTES:
-            # Readers elsewhere fold this repository's log from its start.
-            log.error("state_snapshot_too_large", repo=repo, seq=seq, bytes=len(raw))
             return False
         try:
             await self.publish(repo, raw)

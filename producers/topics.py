@@ -82,9 +82,12 @@ folding. A finite retention is safe only once every repository's snapshot on the
 covers every delta older than the retention, which does not hold yet (docs/ARCHITECTURE.md,
 "State snapshots on the broker"): a worker restores every partition it is assigned at once
 and publishes each repository whose snapshot on the topic is behind, idle ones included,
-and one never quiet is published every 300 s; but a snapshot above the topic's message
-limit is not published at all, and a refused snapshot leaves the log alone to decide. A compacted topic keyed by
-repository would keep one delta per repository, never the state."""
+one never quiet is published every 300 s, and one above the message limit goes in parts;
+but a refused snapshot leaves the log alone to decide (with a retention, a log without its
+beginning: a gap reported until a rescan), and a worker group down longer than the
+retention after acknowledging deltas it had not published loses them (as file-events).
+A compacted topic keyed by repository would keep one delta per repository, never the
+state."""
 
 DEAD_LETTERS_CONFIG = _config(cleanup_policy="delete", retention_ms=str(30 * _DAY_MS))
 """Thirty days: a letter is for an operator (it holds the reason and the original key

@@ -6,12 +6,16 @@ deltas, whenever its `StateKeeper` writes one. A new query replica, or a worker 
 partition on another machine, reads the partition's latest snapshot of each repository
 (`latest`), starts each repository from it and folds only the deltas after it.
 
-One message per snapshot, not parts: the topic is compacted (the last record per key),
-and a snapshot in parts would need a key per part and tombstones for the parts a smaller
-snapshot no longer has, and a reader could meet parts of two snapshots mid-compaction.
-A snapshot is compressed JSON (django's: 6.5 MB), far below the topic's 128 MB
-``max.message.bytes``; one above `MAX_SNAPSHOT_BYTES` is not published (logged
-``state_snapshot_too_large``) and readers fold that repository's log.
+A snapshot is one message (django's: 6.5 MB) keyed by its repository, unless it is over
+`MAX_SNAPSHOT_BYTES` (the topic's 128 MB ``max.message.bytes``): then it goes out in parts
+of `PART_BYTES` (`snapshot_messages`), keyed ``<repo>\0<index>`` on the repository's
+partition, each naming the snapshot (its delta and digest), its index and the count, in
+order. Compaction keeps the last record per key, so the parts of the newest snapshot all
+survive, and a reader joins the parts of one snapshot only (`Latest`): parts of two
+snapshots met mid-write, or a part missing, make no snapshot, and an older whole one, or
+the log, decides. Parts a smaller snapshot no longer has are tombstoned by the worker that
+wrote the larger one; a worker restarted meanwhile leaves them, and readers ignore them
+(their snapshot is older, or incomplete).
 
 What a message's header says is checked here (`read_header`: magic, format, contract,
 header digest); its body is verified when decoded (`decode_offered`): a message that
@@ -21,9 +25,11 @@ cannot be trusted is refused, logged ``state_snapshot_rejected`` with its reason
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import structlog
@@ -41,8 +47,12 @@ from stores.state_snapshot import (
 log = structlog.get_logger(__name__)
 
 MAX_SNAPSHOT_BYTES = 128 * 1024 * 1024 - 64 * 1024
-"""The largest snapshot published: the topics' ``max.message.bytes`` (128 MB, the
-worker's producer's ``max.request.size``) less room for the record batch's envelope."""
+"""The largest snapshot published as one message: the topics' ``max.message.bytes``
+(128 MB, the worker's producer's ``max.request.size``) less room for the record batch's
+envelope; a larger one goes out in parts."""
+PART_BYTES = 64 * 1024 * 1024
+"""The bytes of a snapshot each part carries (its envelope aside)."""
+PART_MAGIC = b"GZSPART\n"
 FETCH_BYTES = 128 * 1024 * 1024
 """What a reader fetches of a partition at once: a whole snapshot, whatever the broker."""
 _HEADER_BYTES = 4096
@@ -68,6 +78,93 @@ class StateTopic(Protocol):
         """`latest` of each partition in turn: a reader of many holds one partition's
         messages at a time."""
         ...
+
+
+def snapshot_messages(
+    repo: str, raw: bytes, *, part_bytes: int | None = None, limit: int | None = None
+) -> list[tuple[bytes, bytes]]:
+    """The messages (key, value) that carry a snapshot: itself keyed by the repository,
+    or, over ``limit``, its parts in order (``PART_MAGIC``, one JSON line naming the
+    snapshot, its index and the count, then its slice of the bytes)."""
+    if len(raw) <= (MAX_SNAPSHOT_BYTES if limit is None else limit):
+        return [(repo.encode(), raw)]
+    size = part_bytes or PART_BYTES
+    count = -(-len(raw) // size)
+    header = read_header(raw[:_HEADER_BYTES])
+    digest = hashlib.sha256(raw).hexdigest()
+    messages = []
+    for index in range(count):
+        about = {"repo": repo, "seq": header.seq, "digest": digest, "index": index, "count": count}
+        line = json.dumps(about, sort_keys=True).encode() + b"\n"
+        value = PART_MAGIC + line + raw[index * size : (index + 1) * size]
+        messages.append((part_key(repo, index), value))
+    return messages
+
+
+def part_key(repo: str, index: int) -> bytes:
+    return f"{repo}\0{index}".encode()
+
+
+@dataclass(slots=True)
+class _Parts:
+    seq: int
+    digest: str
+    count: int
+    got: dict[int, bytes] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Latest:
+    """The latest snapshot of each repository among the messages it is given, in log
+    order: whole ones, and parts joined when every part of one snapshot was given (an
+    earlier or incomplete set of parts gives way to the newest snapshot's)."""
+
+    found: dict[str, Offered] = field(default_factory=dict)
+    _parts: dict[str, _Parts] = field(default_factory=dict)
+
+    def add(self, raw: bytes, partition: int) -> None:
+        if raw.startswith(PART_MAGIC):
+            self._add_part(raw, partition)
+        else:
+            keep_latest(self.found, raw, partition)
+
+    def _add_part(self, raw: bytes, partition: int) -> None:
+        end = raw.find(b"\n", len(PART_MAGIC))
+        try:
+            about = json.loads(raw[len(PART_MAGIC) : end])
+            repo, seq, digest = str(about["repo"]), int(about["seq"]), str(about["digest"])
+            index, count = int(about["index"]), int(about["count"])
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning(
+                "state_snapshot_rejected",
+                source="topic",
+                partition=partition,
+                reason="part",
+                detail=repr(exc),
+            )
+            return
+        held = self._parts.get(repo)
+        if held is None or (held.seq, held.digest) != (seq, digest):
+            if held is not None and seq < held.seq:
+                return
+            held = self._parts[repo] = _Parts(seq, digest, count)
+        held.got[index] = raw[end + 1 :]
+        if len(held.got) < held.count or set(held.got) != set(range(held.count)):
+            return
+        del self._parts[repo]
+        whole = b"".join(held.got[i] for i in range(held.count))
+        if hashlib.sha256(whole).hexdigest() != digest:
+            log.warning(
+                "state_snapshot_rejected",
+                source="topic",
+                partition=partition,
+                repo=repo,
+                seq=seq,
+                reason="parts",
+                detail="the joined parts' digest differs",
+            )
+            return
+        keep_latest(self.found, whole, partition)
 
 
 def keep_latest(found: dict[str, Offered], raw: bytes, partition: int) -> None:
@@ -128,11 +225,11 @@ class InMemoryStateTopic:
         self.partitions.setdefault(partition, []).append(raw)
 
     async def latest(self, partitions: Sequence[int]) -> dict[str, Offered]:
-        found: dict[str, Offered] = {}
+        latest = Latest()
         for partition in partitions:
             for raw in self.partitions.get(partition, []):
-                keep_latest(found, raw, partition)
-        return found
+                latest.add(raw, partition)
+        return latest.found
 
     async def latest_each(self, partitions: Sequence[int]) -> AsyncIterator[dict[str, Offered]]:
         for partition in partitions:
@@ -190,7 +287,8 @@ class KafkaStateTopic:
         ends: dict[TopicPartition, int],
     ) -> dict[str, Offered]:
         started = time.perf_counter()
-        found: dict[str, Offered] = {}
+        latest = Latest()
+        found = latest.found
         messages = 0
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
@@ -201,7 +299,7 @@ class KafkaStateTopic:
                 for record in records:
                     if record.offset < ends[tp] and record.value is not None:
                         messages += 1
-                        keep_latest(found, record.value, tp.partition)
+                        latest.add(record.value, tp.partition)
             for tp in list(pending):
                 if await consumer.position(tp) >= ends[tp]:
                     pending.discard(tp)

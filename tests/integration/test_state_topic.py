@@ -17,6 +17,8 @@ import pytest
 from aiokafka import AIOKafkaProducer
 from structlog.testing import capture_logs
 
+import processors.app as worker_app
+import stores.state_topic as state_topic_module
 from deploy.runtime import state_topic
 from query.materializer import partition_of
 from stores.state_topic import FETCH_BYTES
@@ -99,9 +101,21 @@ def elsewhere(stack: Stack, data_dir: Path) -> Stack:
     return Stack(stack.settings.model_copy(update={"data_dir": data_dir}), stack.cluster)
 
 
+@pytest.mark.parametrize("in_parts", [False, True], ids=["whole", "in-parts"])
 async def test_a_new_replica_starts_from_the_topic_and_answers_as_one_that_folded_the_log(
-    broker, tmp_path: Path
+    broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_parts: bool
 ) -> None:
+    sent: list[int] = []  # messages per snapshot published
+    if in_parts:  # every snapshot over the limit: sent in parts of 4 KB, joined by readers
+        monkeypatch.setattr(state_topic_module, "MAX_SNAPSHOT_BYTES", 0)
+        monkeypatch.setattr(state_topic_module, "PART_BYTES", 4096)
+
+        def counted(repo: str, raw: bytes) -> list[tuple[bytes, bytes]]:
+            messages = state_topic_module.snapshot_messages(repo, raw)
+            sent.append(len(messages))
+            return messages
+
+        monkeypatch.setattr(worker_app, "snapshot_messages", counted)
     repo = GitRepo.create(tmp_path / "app", dict(FILES))
     async with running_stack(
         broker.bootstrap, tmp_path / "main", snapshots_on_broker=True
@@ -132,6 +146,7 @@ async def test_a_new_replica_starts_from_the_topic_and_answers_as_one_that_folde
             assert replica.model.deltas_applied == 1 + last - covered
             assert content_of(replica, rid) == content_of(stack, rid)
             await answer_alike(replica, stack, rid)
+            assert not in_parts or (sent and min(sent) >= 2), sent
         finally:
             await replica.close()
 

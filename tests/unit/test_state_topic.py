@@ -23,7 +23,7 @@ from stores.delta_log import InMemoryDeltaLog, skipper
 from stores.deltas import encode_delta, encode_parts, peek_seq
 from stores.state_files import StateFiles
 from stores.state_snapshot import Continuation, against_log, canonical, capture, encode
-from stores.state_topic import InMemoryStateTopic, decode_offered
+from stores.state_topic import InMemoryStateTopic, decode_offered, snapshot_messages
 from tests.factories import Stamp, graph_delta, tiny_parse
 from tests.unit.test_read_side_snapshot import seen
 from tests.unit.test_state_files import message
@@ -332,3 +332,39 @@ async def test_a_refused_topic_snapshot_is_published_again_from_the_file(tmp_pat
     assert index is not None and indexes.restored_from == {"app-1": good.seq}
     assert indexes.held(index.state, publishing=False) == good.seq  # the file is whole
     assert indexes.held(index.state, publishing=True) == 0  # the topic's is to replace
+
+
+def test_a_snapshot_over_the_limit_goes_in_parts_that_join_to_it_whatever_else_is_met() -> None:
+    _, deltas = fold(history(8, edits=6))
+    older, newer = (encode(capture(reader_fold(deltas[:n]))) for n in (3, 6))
+    assert snapshot_messages("app-1", newer) == [(b"app-1", newer)]  # within the limit
+    parts = snapshot_messages("app-1", newer, part_bytes=700, limit=0)
+    count = -(-len(newer) // 700)
+    assert count >= 3 and [k for k, _ in parts] == [f"app-1\0{i}".encode() for i in range(count)]
+    old_parts = snapshot_messages("app-1", older, part_bytes=700, limit=0)
+
+    def offered(*values: bytes) -> dict[str, int]:
+        topic = InMemoryStateTopic()
+        for value in values:
+            topic.append(0, value)
+        return {repo: o.header.seq for repo, o in asyncio.run(topic.latest([0])).items()}
+
+    news = [v for _, v in parts]
+    olds = [v for _, v in old_parts]
+    assert offered(*news) == {"app-1": 6}
+    topic = InMemoryStateTopic()
+    for value in news:
+        topic.append(0, value)
+    joined = asyncio.run(topic.latest([0]))["app-1"]
+    assert joined.raw == newer and decode_offered(joined) is not None
+    assert offered(*olds, *news) == {"app-1": 6}  # a broker that keeps everything
+    assert offered(*news, older) == {"app-1": 6}  # an older whole one later in the log
+    # Mid-write (the new snapshot's first parts, the old one's last) or a part missing:
+    # no snapshot of those parts; an older whole one, if any, decides.
+    assert offered(*news[:2], *olds[2:]) == {}
+    assert offered(older, *news[1:]) == {"app-1": 3}
+    with capture_logs() as logs:
+        damaged = bytearray(news[1])
+        damaged[-5] ^= 0xFF
+        assert offered(news[0], bytes(damaged), *news[2:]) == {}
+    assert [(e["event"], e["reason"]) for e in logs] == [("state_snapshot_rejected", "parts")]
