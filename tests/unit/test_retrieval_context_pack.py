@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import sysconfig
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +17,7 @@ from query.search.context_pack import (
     file_context,
     render,
     symbol_context,
+    symbol_seeds,
 )
 from stores.records import ChunkRecord
 from stores.repo_state import RepoState
@@ -271,3 +274,41 @@ def test_symbol_context_prefers_exact_qualnames(small) -> None:
     ]
     assert symbol_context(state, chunks, "nothing").targets == ()
     assert "no related items" in render(symbol_context(state, chunks, "nothing"))
+
+
+def test_symbol_seeds_put_an_exact_qualified_match_first_and_path_narrows() -> None:
+    nodes = [
+        "sym:email/headerregistry.py:AddressHeader.parse",
+        "sym:email/headerregistry.py:ContentTransferEncodingHeader.parse",
+        "sym:email/parser.py:BytesParser.parse",
+        "sym:email/parser.py:Parser.parse",
+        "sym:email/x/parser.py:Outer.BytesParser.parse",
+        "file:email/parse",
+    ]
+    assert symbol_seeds(nodes, "BytesParser.parse") == [
+        ("sym:email/parser.py:BytesParser.parse", 1.0),
+        ("sym:email/x/parser.py:Outer.BytesParser.parse", 0.9),
+    ]
+    assert symbol_seeds(nodes, "BytesParser.parse", path="email/parser.py") == [
+        ("sym:email/parser.py:BytesParser.parse", 1.0)
+    ]
+    assert symbol_seeds(nodes, "parse", path="/email/x/") == [
+        ("sym:email/x/parser.py:Outer.BytesParser.parse", 0.9)
+    ]
+    # a qualified name nothing matches exactly falls back on its simple name
+    assert symbol_seeds(nodes, "Nope.parse")[:2] == [
+        ("sym:email/headerregistry.py:AddressHeader.parse", 0.5),
+        ("sym:email/headerregistry.py:ContentTransferEncodingHeader.parse", 0.5),
+    ]
+
+
+def test_a_symbol_pack_starts_from_the_exact_match_on_the_stdlib_email_package() -> None:
+    root = next(iter(sorted(Path(sysconfig.get_paths()["stdlib"]).glob("email"))), None)
+    if root is None:
+        pytest.skip("no stdlib email package here")
+    names = ("parser.py", "headerregistry.py", "feedparser.py", "_policybase.py")
+    files = {f"email/{n}": (root / n).read_text() for n in names}
+    state, chunks = indexed(files)
+    pack = symbol_context(state, chunks, "BytesParser.parse")
+    assert [t.node for t in pack.targets] == ["sym:email/parser.py:BytesParser.parse"]
+    assert pack.chain == () or pack.chain[-1] == "file:email/parser.py"
