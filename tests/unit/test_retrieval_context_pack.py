@@ -312,3 +312,29 @@ def test_a_symbol_pack_starts_from_the_exact_match_on_the_stdlib_email_package()
     pack = symbol_context(state, chunks, "BytesParser.parse")
     assert [t.node for t in pack.targets] == ["sym:email/parser.py:BytesParser.parse"]
     assert pack.chain == () or pack.chain[-1] == "file:email/parser.py"
+
+
+def test_a_test_named_after_a_file_is_listed_with_a_lower_confidence() -> None:
+    state, chunks = indexed(
+        {
+            "pkg/__init__.py": "from pkg.encoder import *\n",
+            "pkg/encoder.py": "def encode(x):\n    return x\n",
+            "tests/test_encoder.py": (
+                "import importlib\n\ndef test_encode():\n"
+                "    assert importlib.import_module('pkg').encode(1) == 1\n"
+            ),
+            "tests/test_other.py": "from pkg.encoder import encode\n",
+        }
+    )
+    pack = file_context(state, chunks, "pkg/encoder.py")
+    assert [(i.node, i.reason, i.score) for i in pack.tests.items] == [
+        (
+            "file:tests/test_other.py",
+            "tests pkg/encoder.py (TESTS, structural); imports pkg/encoder.py (IMPORTS, import)",
+            0.47,
+        ),
+        ("file:tests/test_encoder.py", "tests pkg/encoder.py (TESTS, test_name)", 0.416),
+    ]
+    assert "tests/test_encoder.py:L1-4 (file) — tests pkg/encoder.py (TESTS, test_name)" in (
+        render(pack)
+    )
