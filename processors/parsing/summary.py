@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
+from itertools import takewhile
 
 from stores.records import ImportRecord, Keyword, Section, SymbolRecord
 
@@ -39,9 +40,10 @@ _BOILERPLATE = re.compile(
     r"this (file|program|library) is part of",
     re.I,
 )
-"""A paragraph with a line like these is a licence, copyright or author header (21 of
-the 37 files of the stdlib's ``email`` package open with "Copyright ... Author: ...
-Contact: ...", issue 20): the purpose is the paragraph or docstring after it."""
+"""A licence, copyright or author line (21 of the 37 files of the stdlib's ``email``
+package open with "Copyright ... Author: ... Contact: ...", issue 20): a paragraph
+ends at one, and one that opens with one is skipped for the paragraph or docstring
+after it."""
 _FILE_TAG = re.compile(r"^@(file(overview)?|module|package|brief)\b\s*", re.I)
 STOPWORDS = frozenset(
     """
@@ -77,8 +79,9 @@ def purpose(content: bytes, symbols: Sequence[SymbolRecord]) -> str | None:
         if doc:
             return _first_paragraph(doc.group(2).splitlines())
     for paragraph in paragraphs:
-        if not any(_BOILERPLATE.search(line) for line in paragraph):
-            return _first_paragraph(paragraph)
+        prose = list(takewhile(lambda line: not _BOILERPLATE.search(line), paragraph))
+        if prose:
+            return _first_paragraph(prose)
     return None
 
 

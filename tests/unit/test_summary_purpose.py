@@ -79,6 +79,7 @@ HEADERS = {
         "#![allow(unused)]\n"
         "use std::fmt;\n"
     ),
+    "name then copyright": "// ky: tiny HTTP client.\n// Copyright (c) Sindre\n\nexport {};\n",
     "boilerplate only": "# Copyright 2020 Acme\n# Author: Jo\n\nimport os\n",
     "block without stars": "/*\nCopyright 2019 Acme\n*/\n\n/*\nDraws the tree.\n*/\nint x;\n",
 }
@@ -94,6 +95,7 @@ HEADERS = {
         ("javascript", "Parses command lines."),
         ("typescript", "Retries failed requests with backoff."),
         ("rust", "Random number generators and adapters."),
+        ("name then copyright", "ky: tiny HTTP client."),
         ("boilerplate only", None),
         ("block without stars", "Draws the tree."),
     ],
