@@ -150,10 +150,12 @@ def _query_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     search.add_argument("--url", **url)
     context = sub.add_parser("context", help="print a context pack: the code to read, in budget")
     context.add_argument("repo")
-    about = context.add_mutually_exclusive_group(required=True)
+    about = context.add_mutually_exclusive_group()
     about.add_argument("--q", help="a question or an issue's text")
     about.add_argument("--symbol", help="a symbol name: 'Session.send'")
-    about.add_argument("--path", help="a file's path in the repository")
+    context.add_argument(
+        "--path", help="a file's path in the repository; with --symbol, a file or folder to look in"
+    )
     context.add_argument("--budget", type=int, default=8000, help="tokens (default 8000)")
     context.add_argument("--url", **url)
 

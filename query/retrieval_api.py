@@ -60,7 +60,9 @@ def create_retrieval_routes(service: QueryService) -> APIRouter:
         repo: str,
         q: str | None = Query(None, description="a question or an issue's text"),
         symbol: str | None = Query(None, description="a symbol name: 'Session.send'"),
-        path: str | None = Query(None, description="a file's path"),
+        path: str | None = Query(
+            None, description="a file's path; with symbol, a file or folder to look in"
+        ),
         budget: int = Query(8000, ge=50, le=100_000, description="tokens (characters / 4)"),
         seeds: int = Query(3, ge=1, le=10, description="search hits to start from (with q)"),
         session: str | None = SESSION,

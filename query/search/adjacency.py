@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from query.search.adjacency_fold import Before, fold_edges, fold_names, threshold_of
+from query.search.named_tests import name_linked_tests
 from stores.deltas import GraphDelta
 from stores.projections.hubs import HUB_FLOOR, HUB_PERCENTILE
 from stores.projections.ids import file_id, path_of
@@ -319,6 +320,17 @@ class Adjacency:
         return tuple(
             e for e in self.edges_in(fid) if e.kind == "TESTS" and e.src.startswith("file:")
         )
+
+    def tests_by_name(self, node: str) -> tuple[str, ...]:
+        """The test files named after the node's file (named_tests.py), whatever they
+        import: the file ids, nearest first."""
+        path = path_of(_file_of(node))
+        if path is None:
+            return ()
+        return tuple(file_id(t) for t in name_linked_tests(path, self._files_named))
+
+    def _files_named(self, name: str) -> list[str]:
+        return [n[5:] for n in self.names.get(name, ()) if n.startswith("file:")]
 
     def inbound(self, path: str) -> int:
         """A file's inbound degree: the distinct other files that import or reference it.

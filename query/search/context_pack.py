@@ -161,18 +161,50 @@ def symbol_context(
     *,
     budget: int = DEFAULT_BUDGET,
     matches: int = 3,
+    path: str | None = None,
     adjacency: Adjacency | None = None,
 ) -> ContextPack:
-    """The pack for a symbol name: its exact qualname matches first, then the symbols of
-    that simple name, by id, up to ``matches`` targets."""
+    """The pack for a symbol name (``path``, a file or folder, narrows it): the symbols
+    `symbol_seeds` picks, up to ``matches`` targets."""
     adj = adjacency or Adjacency.of(state)
-    simple = name.rsplit(".", 1)[-1]
-    found = sorted(
-        (n for n in adj.named(simple) if n.startswith("sym:")),
-        key=lambda n: (not n.endswith(":" + name), n),
-    )
-    seeds = [(n, 1.0) for n in found[:matches]]
+    found = adj.named(name.rsplit(".", 1)[-1])
+    seeds = symbol_seeds(found, name, path)[:matches]
     return build_pack(state, chunks_by_path, seeds, budget=budget, title=name, adjacency=adj)
+
+
+EXACT, SUFFIX, SIMPLE = 1.0, 0.9, 0.5
+"""Seed scores of a name's matches: the qualname itself, a qualname ending in it at a
+dot (``Parser.parse`` of ``Outer.Parser.parse``), the simple name alone."""
+
+
+def symbol_seeds(
+    nodes: Sequence[str], name: str, path: str | None = None
+) -> list[tuple[str, float]]:
+    """The symbol nodes a name stands for, best first (score, then id).
+
+    A qualified name (``BytesParser.parse``) that matches a qualname, exactly or at a
+    dot, stands for those matches only: the methods of other classes that share its
+    simple name are other symbols (issue 20: ``AddressHeader.parse`` came first, its
+    path sorting before ``email/parser.py`` at the same score). A simple name stands for
+    every symbol of that name, the exact qualnames (top-level ones) first. ``path``
+    keeps the symbols of that file or of the files under that folder."""
+    folder = path.strip("/") if path else None
+    scored: list[tuple[str, float]] = []
+    for node in nodes:
+        if not node.startswith("sym:"):
+            continue
+        file, _, qualname = node[4:].partition(":")
+        if folder and file != folder and not file.startswith(folder + "/"):
+            continue
+        if qualname == name:
+            scored.append((node, EXACT))
+        elif qualname.endswith("." + name):
+            scored.append((node, SUFFIX))
+        else:
+            scored.append((node, SIMPLE))
+    if "." in name and any(score > SIMPLE for _, score in scored):
+        scored = [(node, score) for node, score in scored if score > SIMPLE]
+    return sorted(scored, key=lambda ns: (-ns[1], ns[0]))
 
 
 def file_context(

@@ -34,9 +34,11 @@ EDGE_TYPE_SCORE = {
     "CONTAINS": 0.3,
     "SIBLING": 0.3,
 }
-GUESS_FACTOR = 0.5
-"""A name-match edge counts half its type: it may not be the symbol meant."""
-CONFIDENCE_WEIGHT = {"name_match": 0.3, "same_folder": 0.8}
+GUESS_FACTOR = {"name_match": 0.5, "test_name": 0.8}
+"""A name-match edge counts half its type: it may not be the symbol meant; a test
+linked by its file's name alone (named_tests.py), four fifths: a convention, not an
+import."""
+CONFIDENCE_WEIGHT = {"name_match": 0.3, "same_folder": 0.8, "test_name": 0.8}
 """How sure each edge confidence is (import, same_file and structural: 1)."""
 ROLE_PHRASE = {
     "caller": "calls",
@@ -158,8 +160,7 @@ def candidates(
 
 def _score(rel: Relation, similarity: float) -> float:
     edge = EDGE_TYPE_SCORE.get(rel.kind, 0.3)
-    if rel.confidence == "name_match":
-        edge *= GUESS_FACTOR
+    edge *= GUESS_FACTOR.get(rel.confidence, 1.0)
     return DISTANCE_WEIGHT * DECAY**rel.depth + EDGE_WEIGHT * edge + SIMILARITY_WEIGHT * similarity
 
 

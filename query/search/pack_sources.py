@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from query.search.adjacency import Adjacency
 from query.search.expansion import DECAY, MAX_NODES, expand
+from query.search.named_tests import CONFIDENCE as NAME_CONFIDENCE
 from query.search.traversal import MAX_HOPS, shortest_path
 from stores.projections.ids import file_id, is_test_path, path_of, symbol_id
 from stores.records import ChunkRecord, EdgeRecord, SymbolRecord
@@ -181,9 +182,14 @@ def gather(
         [_rel(e.dst, "callee", n, e) for n in nodes for e in adjacency.callees(n)],
         per_list,
     )
-    collect(
-        "tests", [_rel(e.src, "test", f, e) for f in files for e in adjacency.tests(f)], per_list
-    )
+    # Tests linked by import first, then those linked by name alone (issue 20).
+    tests = [_rel(e.src, "test", f, e) for f in files for e in adjacency.tests(f)]
+    tests += [
+        Relation(t, "test", f, "TESTS", NAME_CONFIDENCE, 1.0)
+        for f in files
+        for t in adjacency.tests_by_name(f)
+    ]
+    collect("tests", tests, per_list)
     collect(
         "imports",
         [_rel(e.dst, "import", f, e) for f in files for e in adjacency.imports(f)],

@@ -222,19 +222,22 @@ class RetrievalAnswers(ServiceBase):
         session: str | None = None,
     ) -> ContextOut:
         """A context pack for exactly one of a question, a symbol or a file, within
-        ``budget`` tokens: targets in full, related code as signatures."""
+        ``budget`` tokens: targets in full, related code as signatures. With a symbol,
+        ``path`` (a file or folder) narrows the symbols the name stands for."""
         view = self.view(repo)
-        if sum(x is not None for x in (q, symbol, path)) != 1:
+        if sum(x is not None for x in (q, symbol, path if symbol is None else None)) != 1:
             raise InvalidArguments("give exactly one of q, symbol, path")
         adjacency, by_path = self._adjacency(view), self._chunks(view)
-        if path is not None:
+        if symbol is not None:
+            pack = symbol_pack(
+                view.state, by_path, symbol, budget=budget, path=path, adjacency=adjacency
+            )
+        elif path is not None:
             if path.strip("/") not in view.state.files:
                 raise NotFound(f"no file {path!r} in repository {repo!r}")
             pack = file_context(
                 view.state, by_path, path.strip("/"), budget=budget, adjacency=adjacency
             )
-        elif symbol is not None:
-            pack = symbol_pack(view.state, by_path, symbol, budget=budget, adjacency=adjacency)
         else:
             assert q is not None
             weights = self._weights(repo)

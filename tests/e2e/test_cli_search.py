@@ -49,6 +49,16 @@ def test_context_prints_the_pack_for_a_question_a_symbol_or_a_file(url: str) -> 
     assert len(by_question.stdout) <= 300 * 4 + 1
     by_file = run_cli("context", "app-1", "--path", "app/models.py", "--url", url)
     assert by_file.returncode == 0 and "class Response" in by_file.stdout
+    narrowed = run_cli(
+        "context", "app-1", "--symbol", "Session.send", "--path", "app/sessions.py", "--url", url
+    )
+    assert narrowed.returncode == 0 and "def send(self, request)" in narrowed.stdout
+    elsewhere = run_cli(
+        "context", "app-1", "--symbol", "Session.send", "--path", "app/models.py", "--url", url
+    )
+    assert elsewhere.returncode == 0 and "[TARGET]" not in elsewhere.stdout
+    neither = run_cli("context", "app-1", "--url", url)
+    assert neither.returncode == 2 and "give exactly one of q, symbol, path" in neither.stderr
 
 
 def test_refusals_and_an_unreachable_service_exit_2_with_the_reason(url: str) -> None:

@@ -104,6 +104,10 @@ def test_context_packs_a_symbol_a_question_and_a_file(service: QueryService) -> 
     by_file = service.context("shop", path="/billing/tax.py")
     assert by_file.read_first[0] == "billing/tax.py:L1-5 (inbound 1)"
     assert by_file.question_truncated is None
+    # path narrows a symbol's name to a file or folder
+    narrowed = service.context("shop", symbol="vat_for", path="billing/")
+    assert narrowed.targets == ["billing/tax.py#vat_for"]
+    assert service.context("shop", symbol="vat_for", path="tests").targets == []
 
 
 def test_neighborhoods_and_the_overview(service: QueryService) -> None:
@@ -176,6 +180,12 @@ UNKNOWN_REPO = "unknown repository 'nope'; see /repositories"
             "no file 'missing.py' in repository 'shop'",
         ),
         ("context", {"repo": "shop"}, InvalidArguments, "give exactly one of q, symbol, path"),
+        (
+            "context",
+            {"repo": "shop", "q": "tax", "path": "billing/tax.py"},
+            InvalidArguments,
+            "give exactly one of q, symbol, path",
+        ),
         (
             "hubs",
             {"repo": "bare"},

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import sysconfig
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +17,7 @@ from query.search.context_pack import (
     file_context,
     render,
     symbol_context,
+    symbol_seeds,
 )
 from stores.records import ChunkRecord
 from stores.repo_state import RepoState
@@ -271,3 +274,68 @@ def test_symbol_context_prefers_exact_qualnames(small) -> None:
     ]
     assert symbol_context(state, chunks, "nothing").targets == ()
     assert "no related items" in render(symbol_context(state, chunks, "nothing"))
+
+
+def test_symbol_seeds_put_an_exact_qualified_match_first_and_path_narrows() -> None:
+    nodes = [
+        "sym:email/headerregistry.py:AddressHeader.parse",
+        "sym:email/headerregistry.py:ContentTransferEncodingHeader.parse",
+        "sym:email/parser.py:BytesParser.parse",
+        "sym:email/parser.py:Parser.parse",
+        "sym:email/x/parser.py:Outer.BytesParser.parse",
+        "file:email/parse",
+    ]
+    assert symbol_seeds(nodes, "BytesParser.parse") == [
+        ("sym:email/parser.py:BytesParser.parse", 1.0),
+        ("sym:email/x/parser.py:Outer.BytesParser.parse", 0.9),
+    ]
+    assert symbol_seeds(nodes, "BytesParser.parse", path="email/parser.py") == [
+        ("sym:email/parser.py:BytesParser.parse", 1.0)
+    ]
+    assert symbol_seeds(nodes, "parse", path="/email/x/") == [
+        ("sym:email/x/parser.py:Outer.BytesParser.parse", 0.9)
+    ]
+    # a qualified name nothing matches exactly falls back on its simple name
+    assert symbol_seeds(nodes, "Nope.parse")[:2] == [
+        ("sym:email/headerregistry.py:AddressHeader.parse", 0.5),
+        ("sym:email/headerregistry.py:ContentTransferEncodingHeader.parse", 0.5),
+    ]
+
+
+def test_a_symbol_pack_starts_from_the_exact_match_on_the_stdlib_email_package() -> None:
+    root = Path(sysconfig.get_paths()["stdlib"]) / "email"
+    if not (root / "parser.py").is_file():
+        pytest.skip("no stdlib email package here")
+    files = {f"email/{p.relative_to(root)}": p.read_text() for p in sorted(root.rglob("*.py"))}
+    state, chunks = indexed(files)
+    pack = symbol_context(state, chunks, "BytesParser.parse")
+    assert [t.node for t in pack.targets] == ["sym:email/parser.py:BytesParser.parse"]
+    assert pack.chain == ("file:email/__init__.py", "file:email/parser.py")
+    # and no file's purpose is its author line (graph-search purpose 'barry': 16 before)
+    assert [p for p, r in state.files.items() if "barry" in (r.purpose or "").lower()] == []
+
+
+def test_a_test_named_after_a_file_is_listed_with_a_lower_confidence() -> None:
+    state, chunks = indexed(
+        {
+            "pkg/__init__.py": "from pkg.encoder import *\n",
+            "pkg/encoder.py": "def encode(x):\n    return x\n",
+            "tests/test_encoder.py": (
+                "import importlib\n\ndef test_encode():\n"
+                "    assert importlib.import_module('pkg').encode(1) == 1\n"
+            ),
+            "tests/test_other.py": "from pkg.encoder import encode\n",
+        }
+    )
+    pack = file_context(state, chunks, "pkg/encoder.py")
+    assert [(i.node, i.reason, i.score) for i in pack.tests.items] == [
+        (
+            "file:tests/test_other.py",
+            "tests pkg/encoder.py (TESTS, structural); imports pkg/encoder.py (IMPORTS, import)",
+            0.47,
+        ),
+        ("file:tests/test_encoder.py", "tests pkg/encoder.py (TESTS, test_name)", 0.416),
+    ]
+    assert "tests/test_encoder.py:L1-4 (file) — tests pkg/encoder.py (TESTS, test_name)" in (
+        render(pack)
+    )
