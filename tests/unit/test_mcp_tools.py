@@ -18,7 +18,7 @@ from query.api import create_api, gate_of
 from query.mcp_answers import OverHttp
 from query.mcp_http import InProcess, arguments_model
 from query.mcp_operations import TOOLS, Operation, operations
-from query.mcp_tools import call
+from query.mcp_tools import Tools, call
 from query.read_model import ReadModel
 from query.service import QueryService
 from tests.unit.test_query_service import indexed
@@ -174,3 +174,28 @@ async def test_tools_wait_for_the_slots_the_routes_wait_for_and_look_for_news_fi
         assert (await tool).is_error is False
         assert (await route).status_code == 200
     assert (gate.inside, gate.most_inside, looked) == (0, 2, ["app-1", "lib-2"])
+
+
+async def test_the_navigation_tools_answer_the_service(
+    over_http: tuple[OverHttp, InProcess, dict[str, Operation]],
+) -> None:
+    _, in_process, ops = over_http
+    found = await call(in_process, ops["definition"], {"repo": "app-1", "name": "Session.send"})
+    assert found.structured_content is not None
+    assert [d["id"] for d in found.structured_content["items"]] == [
+        "sym:app/sessions.py:Session.send"
+    ]
+    hops = await call(
+        in_process,
+        ops["shortest_path"],
+        {"repo": "app-1", "source": "tests/test_sessions.py", "target": "app/models.py"},
+    )
+    assert hops.structured_content is not None
+    assert [(h["kind"], h["confidence"]) for h in hops.structured_content["hops"]] == [
+        ("TESTS", "structural"),
+        ("IMPORTS", "import"),
+    ]
+    listed = await Tools.of(list(ops.values())).listed()
+    assert {"definition", "references", "callers", "callees", "shortest_path", "neighbors"} <= {
+        t.name for t in listed.tools
+    }
