@@ -59,6 +59,12 @@ VERBS: Mapping[str, Verb] = {
     "mcp": Verb("deploy.mcp_cli:main"),
     "search": Verb("deploy.query_cli:search", settings=False),
     "context": Verb("deploy.query_cli:context", settings=False),
+    "definition": Verb("deploy.query_cli:definition", settings=False),
+    "references": Verb("deploy.query_cli:edges", settings=False),
+    "callers": Verb("deploy.query_cli:edges", settings=False),
+    "callees": Verb("deploy.query_cli:edges", settings=False),
+    "path": Verb("deploy.query_cli:path", settings=False),
+    "neighbors": Verb("deploy.query_cli:neighbors", settings=False),
 }
 
 
@@ -158,6 +164,49 @@ def _query_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     )
     context.add_argument("--budget", type=int, default=8000, help="tokens (default 8000)")
     context.add_argument("--url", **url)
+    _navigation_parsers(sub, url)
+
+
+def _navigation_parsers(sub: argparse._SubParsersAction, url: dict[str, Any]) -> None:  # type: ignore[type-arg]
+    """Navigation over the code graph (issue 20), run by deploy/query_cli.py."""
+
+    def paged(verb: argparse.ArgumentParser, limit: int) -> None:
+        verb.add_argument("--offset", type=int, default=0, help="the page's first item")
+        verb.add_argument("--limit", type=int, default=limit, help=f"items (default {limit})")
+        verb.add_argument("--url", **url)
+
+    name = "a symbol name, 'Class.method', or a file's path"
+    in_file = "only the symbols defined in this file"
+    definition = sub.add_parser("definition", help="where a name is defined")
+    definition.add_argument("repo")
+    definition.add_argument("name", help="a symbol name or 'Class.method'")
+    definition.add_argument("--path", help=in_file)
+    paged(definition, 20)
+    for verb, what in (
+        ("references", "the edges pointing at a symbol"),
+        ("callers", "who calls a symbol"),
+        ("callees", "what a symbol calls"),
+    ):
+        edges = sub.add_parser(verb, help=what + ", with each edge's confidence")
+        edges.add_argument("repo")
+        edges.add_argument("symbol", help=name)
+        edges.add_argument("--path", help=in_file)
+        paged(edges, 50)
+    between = sub.add_parser("path", help="the shortest dependency path between two nodes")
+    between.add_argument("repo")
+    between.add_argument("source", help=name)
+    between.add_argument("target", help=name)
+    between.add_argument("--max-hops", type=int, default=8, help="at most 8 (default)")
+    between.add_argument("--url", **url)
+    near = sub.add_parser("neighbors", help="the nodes around a symbol or file, hubs skipped")
+    near.add_argument("repo")
+    near.add_argument("node", help=name)
+    near.add_argument("--path", help=in_file)
+    near.add_argument("--order", choices=("bfs", "dfs"), default="bfs")
+    near.add_argument("--depth", type=int, default=2, help="hops at most (default 2)")
+    near.add_argument("--direction", choices=("out", "in", "both"), default="both")
+    near.add_argument("--through-hubs", action="store_true", help="walk through hubs too")
+    paged(near, 50)
 
 
 def _settings(args: argparse.Namespace) -> Settings:

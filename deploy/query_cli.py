@@ -57,3 +57,92 @@ def context(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+# Navigation (issue 20): one line per item, `path:Lstart-end  name  ...`, and a footer.
+
+
+def _where(node: dict[str, Any]) -> str:
+    lines = f":L{node['line_start']}-{node['line_end']}" if node["line_start"] else ""
+    return f"{node['path'] or node['id']}{lines}"
+
+
+def _navigate(verb: str, args: argparse.Namespace, route: str, params: dict[str, object]) -> Any:
+    path = expand(f"/repositories/{{repo}}/{route}", {"repo": args.repo})
+    try:
+        return _ask(args.url, path, params)
+    except QueryError as exc:
+        _refused(verb, exc)
+        return None
+
+
+def _footer(page: dict[str, Any]) -> None:
+    more = f"; next --offset {page['next_offset']}" if page.get("next_offset") else ""
+    print(
+        f"# {len(page['items'])} of {page['total']}{more}; index {page['freshness']['status']}",
+        file=sys.stderr,
+    )
+
+
+def definition(args: argparse.Namespace) -> int:
+    params = {"name": args.name, "path": args.path, "offset": args.offset, "limit": args.limit}
+    page = _navigate("definition", args, "definition", params)
+    if page is None:
+        return 2
+    for d in page["items"]:
+        print(f"{_where(d)}  {d['qualname'] or d['name']}  {d['kind']}  {d['match']}")
+    _footer(page)
+    return 0
+
+
+def edges(args: argparse.Namespace) -> int:
+    """``references``, ``callers`` and ``callees``: the verb is the route."""
+    params = {"symbol": args.symbol, "path": args.path, "offset": args.offset, "limit": args.limit}
+    page = _navigate(args.command, args, args.command, params)
+    if page is None:
+        return 2
+    print(f"# {args.command} of {_where(page['node'])} {page['node']['name']}", file=sys.stderr)
+    for e in page["items"]:
+        other = e["other"]
+        print(f"{_where(other)}  {other['name']}  {e['kind']} {e['confidence']}  {e['weight']:g}")
+    _footer(page)
+    return 0
+
+
+def path(args: argparse.Namespace) -> int:
+    params = {"source": args.source, "target": args.target, "max_hops": args.max_hops}
+    answer = _navigate("path", args, "path", params)
+    if answer is None:
+        return 2
+    if not answer["found"]:
+        print(f"no path within {answer['max_hops']} hops", file=sys.stderr)
+        return 1
+    nodes = answer["nodes"]
+    print(f"{_where(nodes[0])}  {nodes[0]['name']}")
+    for hop, node in zip(answer["hops"], nodes[1:], strict=True):
+        arrow = "->" if hop["forward"] else "<-"
+        print(f"  {arrow} {hop['kind']} {hop['confidence']}  {_where(node)}  {node['name']}")
+    print(f"# {len(answer['hops'])} hops; index {answer['freshness']['status']}", file=sys.stderr)
+    return 0
+
+
+def neighbors(args: argparse.Namespace) -> int:
+    params = {
+        "node": args.node,
+        "path": args.path,
+        "order": args.order,
+        "depth": args.depth,
+        "direction": args.direction,
+        "skip_hubs": not args.through_hubs,
+        "offset": args.offset,
+        "limit": args.limit,
+    }
+    page = _navigate("neighbors", args, "neighbors", params)
+    if page is None:
+        return 2
+    for n in page["items"]:
+        edge = f"  {n['edge_kind']} {n['confidence']}" if n["via"] else ""
+        hub = "  hub" if n["hub"] else ""
+        print(f"{'  ' * n['depth']}{_where(n)}  {n['name']}{edge}{hub}")
+    _footer(page)
+    return 0

@@ -39,8 +39,10 @@ def bfs(
     max_depth: int = 3,
     max_nodes: int = 100,
     direction: Direction = "both",
+    skip_hubs: bool = True,
 ) -> tuple[Visit, ...]:
-    """Nodes in breadth-first order from ``start`` (included), hubs skipped."""
+    """Nodes in breadth-first order from ``start`` (included), hubs skipped unless
+    ``skip_hubs`` is False."""
     if start not in adjacency.nodes or max_nodes < 1:
         return ()
     visits = [Visit(start, 0)]
@@ -51,7 +53,7 @@ def bfs(
         if depth >= max_depth:
             continue
         for link in _follow(adjacency, node, direction):
-            if link.other in seen or adjacency.is_hub(link.other):
+            if link.other in seen or (skip_hubs and adjacency.is_hub(link.other)):
                 continue
             seen.add(link.other)
             visits.append(Visit(link.other, depth + 1, node))
@@ -68,8 +70,10 @@ def dfs(
     max_depth: int = 3,
     max_nodes: int = 100,
     direction: Direction = "both",
+    skip_hubs: bool = True,
 ) -> tuple[Visit, ...]:
-    """Nodes in depth-first preorder from ``start`` (included), hubs skipped."""
+    """Nodes in depth-first preorder from ``start`` (included), hubs skipped unless
+    ``skip_hubs`` is False."""
     if start not in adjacency.nodes or max_nodes < 1:
         return ()
     visits: list[Visit] = []
@@ -86,7 +90,7 @@ def dfs(
         nexts = [
             link.other
             for link in _follow(adjacency, node, direction)
-            if link.other not in seen and not adjacency.is_hub(link.other)
+            if link.other not in seen and not (skip_hubs and adjacency.is_hub(link.other))
         ]
         stack.extend((other, depth + 1, node) for other in reversed(nexts))
     return tuple(visits)

@@ -19,6 +19,7 @@ from query.service.errors import (
     QueryRefused,
 )
 from query.service.graph_search import GraphSearchAnswers
+from query.service.navigation import NavigationAnswers
 from query.service.neighborhoods import NeighborhoodAnswers
 from query.service.repositories import RepositoryAnswers
 from query.service.retrieval import RetrievalAnswers
@@ -34,7 +35,12 @@ __all__ = [
 
 
 class QueryService(
-    RepositoryAnswers, RetrievalAnswers, GraphSearchAnswers, NeighborhoodAnswers, ChurnAnswers
+    RepositoryAnswers,
+    RetrievalAnswers,
+    GraphSearchAnswers,
+    NavigationAnswers,
+    NeighborhoodAnswers,
+    ChurnAnswers,
 ):
     """The answers over one read model (``QueryService(model, ready=...)``).
 

@@ -60,6 +60,10 @@ NOT_IMPORTED: dict[str, set[str]] = {
     # The query verbs print an answer: httpx, nothing else heavy.
     "search": HEAVY - {"httpx"},
     "context": HEAVY - {"httpx"},
+    **{
+        verb: HEAVY - {"httpx"}
+        for verb in ("definition", "references", "callers", "callees", "path", "neighbors")
+    },
 }
 
 

@@ -18,7 +18,7 @@ from query.api import create_api, gate_of
 from query.mcp_answers import OverHttp
 from query.mcp_http import InProcess, arguments_model
 from query.mcp_operations import TOOLS, Operation, operations
-from query.mcp_tools import call
+from query.mcp_tools import Tools, call
 from query.read_model import ReadModel
 from query.service import QueryService
 from tests.unit.test_query_service import indexed
@@ -47,6 +47,15 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("context", {"repo": "app-1"}),
     ("graph_search", {"repo": "app-1", "q": "Session"}),
     ("graph_search", {"repo": "app-1", "q": "Session", "channels": "paths,bogus"}),
+    ("definition", {"repo": "app-1", "name": "Session.send"}),
+    ("definition", {"repo": "app-1", "name": "nothing", "path": "app/models.py"}),
+    ("references", {"repo": "app-1", "symbol": "Session"}),
+    ("callers", {"repo": "app-1", "symbol": "send", "path": "app/sessions.py"}),
+    ("callees", {"repo": "app-1", "symbol": "Session.send", "limit": 1}),
+    ("shortest_path", {"repo": "app-1", "source": "tests/test_sessions.py", "target": "Response"}),
+    ("shortest_path", {"repo": "app-1", "source": "a", "target": "b", "max_hops": 9}),
+    ("neighbors", {"repo": "app-1", "node": "app/models.py", "order": "dfs", "depth": 1}),
+    ("neighbors", {"repo": "app-1", "node": "app/models.py", "order": "sideways"}),
     ("ranking", {"repo": "app-1"}),
     ("session_start", {"repo": "app-1", "q": "send a request"}),
     ("neighborhoods", {"repo": "app-1", "kind": "cluster"}),
@@ -105,6 +114,9 @@ async def test_every_tool_answers_in_process_what_its_get_answers(
         "give exactly one of q, symbol, path (HTTP 422)",
         "unknown channels ['bogus']; known: purpose, classes, functions, imports, keywords, "
         "paths, glob (HTTP 422)",
+        "no symbol 'nothing' in 'app/models.py' in repository 'app-1' (HTTP 404)",
+        "max_hops: Input should be less than or equal to 8 (HTTP 422)",
+        "order: Input should be 'bfs' or 'dfs' (HTTP 422)",
         "no neighborhood 'n-none' in 'app-1' (ids survive reclustering) (HTTP 404)",
         "no neighborhoods for 'lib-2' yet: the first recluster is due (HTTP 409)",
         "no churn entry 'working-tree' in 'app-1'; see /churn (HTTP 404)",
@@ -162,3 +174,28 @@ async def test_tools_wait_for_the_slots_the_routes_wait_for_and_look_for_news_fi
         assert (await tool).is_error is False
         assert (await route).status_code == 200
     assert (gate.inside, gate.most_inside, looked) == (0, 2, ["app-1", "lib-2"])
+
+
+async def test_the_navigation_tools_answer_the_service(
+    over_http: tuple[OverHttp, InProcess, dict[str, Operation]],
+) -> None:
+    _, in_process, ops = over_http
+    found = await call(in_process, ops["definition"], {"repo": "app-1", "name": "Session.send"})
+    assert found.structured_content is not None
+    assert [d["id"] for d in found.structured_content["items"]] == [
+        "sym:app/sessions.py:Session.send"
+    ]
+    hops = await call(
+        in_process,
+        ops["shortest_path"],
+        {"repo": "app-1", "source": "tests/test_sessions.py", "target": "app/models.py"},
+    )
+    assert hops.structured_content is not None
+    assert [(h["kind"], h["confidence"]) for h in hops.structured_content["hops"]] == [
+        ("TESTS", "structural"),
+        ("IMPORTS", "import"),
+    ]
+    listed = await Tools.of(list(ops.values())).listed()
+    assert {"definition", "references", "callers", "callees", "shortest_path", "neighbors"} <= {
+        t.name for t in listed.tools
+    }
