@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from query.search.adjacency import Adjacency
+from query.search.navigation import match_of
 from query.search.pack_items import (
     Listing,
     PackItem,
@@ -49,7 +50,7 @@ from query.search.pack_text import (
     target_block,
     tokens,
 )
-from stores.projections.ids import file_id
+from stores.projections.ids import file_id, path_of
 from stores.records import ChunkRecord
 from stores.repo_state import RepoState
 
@@ -189,19 +190,13 @@ def symbol_seeds(
     every symbol of that name, the exact qualnames (top-level ones) first. ``path``
     keeps the symbols of that file or of the files under that folder."""
     folder = path.strip("/") if path else None
+    scores = (EXACT, SUFFIX, SIMPLE)  # by `navigation.match_of`, the answer definition uses
     scored: list[tuple[str, float]] = []
     for node in nodes:
-        if not node.startswith("sym:"):
+        file = path_of(node) if node.startswith("sym:") else None
+        if file is None or (folder and file != folder and not file.startswith(folder + "/")):
             continue
-        file, _, qualname = node[4:].partition(":")
-        if folder and file != folder and not file.startswith(folder + "/"):
-            continue
-        if qualname == name:
-            scored.append((node, EXACT))
-        elif qualname.endswith("." + name):
-            scored.append((node, SUFFIX))
-        else:
-            scored.append((node, SIMPLE))
+        scored.append((node, scores[match_of(node, name)]))
     if "." in name and any(score > SIMPLE for _, score in scored):
         scored = [(node, score) for node, score in scored if score > SIMPLE]
     return sorted(scored, key=lambda ns: (-ns[1], ns[0]))
