@@ -66,6 +66,15 @@ def edge_out(adjacency: Adjacency, edge: EdgeRecord, incoming: bool) -> EdgeOut:
     )
 
 
+def defined(adjacency: Adjacency, name: str, path: str | None, repo: str) -> list[str]:
+    """`navigation.definitions` of a name, or the refusal every answer gives alike."""
+    found = nav.definitions(adjacency, name, path)
+    if not found:
+        where = f" in {path!r}" if path else ""
+        raise NotFound(f"no symbol {name!r}{where} in repository {repo!r}")
+    return found
+
+
 def page(items: Sequence[T], offset: int, limit: int) -> tuple[list[T], int | None]:
     """One page of ``items`` and the offset of the next (None: this is the last)."""
     end = offset + limit
@@ -82,10 +91,7 @@ class NavigationAnswers(ServiceBase):
             as_file = nav.file_node(view.state.files, name)
             if as_file is not None:
                 return as_file, 1
-        found = nav.definitions(adjacency, name, wanted)
-        if not found:
-            where = f" in {wanted!r}" if wanted else ""
-            raise NotFound(f"no symbol {name!r}{where} in repository {view.state.repo!r}")
+        found = defined(adjacency, name, wanted, view.state.repo)
         return found[0], len(found)
 
     def definition(
@@ -101,10 +107,7 @@ class NavigationAnswers(ServiceBase):
         view = self.view(repo)
         adjacency = self._adjacency(view)
         wanted = path.strip("/") if path else None
-        found = nav.definitions(adjacency, name, wanted)
-        if not found:
-            where = f" in {wanted!r}" if wanted else ""
-            raise NotFound(f"no symbol {name!r}{where} in repository {repo!r}")
+        found = defined(adjacency, name, wanted, repo)
         items, next_offset = page(found, offset, limit)
         return DefinitionPage(
             repo=repo,
