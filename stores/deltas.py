@@ -26,6 +26,7 @@ import json
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from sys import intern
 from typing import Literal
 
 import structlog
@@ -37,7 +38,6 @@ from stores.records import (
     NodeRecord,
     Record,
     share_fields_set,
-    share_file_fields_sets,
 )
 
 
@@ -157,19 +157,49 @@ _DELTA = TypeAdapter(GraphDelta)
 
 def decode_delta(raw: bytes) -> GraphDelta:
     """A delta (or one part of one) from its message value; raises ``ValidationError``.
-    Its records share one fields-set per class (`share_fields_set`)."""
+    Its file records share one fields-set (`share_fields_set`); what they hold are facts,
+    which have none."""
     delta = _DELTA.validate_json(raw)
-    for records in (delta.files_upserted, delta.nodes_upserted, delta.edges_upserted):
-        for record in records:
-            _share(record)
+    for record in delta.files_upserted:
+        share_fields_set(record)
+        _share_strings(record)
+    for fact in (*delta.nodes_upserted, *delta.edges_upserted):
+        _intern_ids(fact)
     return delta
 
 
-def _share(record: object) -> None:
-    if isinstance(record, FileRecord):
-        share_file_fields_sets(record)
-    elif isinstance(record, Record):
-        share_fields_set(record)
+_set = object.__setattr__
+
+
+def _share_strings(record: FileRecord) -> None:
+    """One string per value among a file's symbols and chunks: a symbol's chunk repeats
+    its qualified name, signature and docstring, and every chunk its file's path (JSON
+    decoding makes a string per occurrence)."""
+    pool = {record.path: record.path}
+    for fact, names in (
+        *((symbol, _SYMBOL_TEXTS) for symbol in record.symbols),
+        *((chunk, _CHUNK_TEXTS) for chunk in record.chunks),
+    ):
+        for name in names:
+            value = getattr(fact, name)
+            if value is not None:
+                _set(fact, name, pool.setdefault(value, value))
+
+
+_SYMBOL_TEXTS = ("qualname", "signature", "doc")
+_CHUNK_TEXTS = ("path", "qualname", "signature", "doc")
+
+
+def _intern_ids(record: object) -> None:
+    """One string per node id: JSON decoding gives every edge end its own copy of an id
+    its node already holds (~80 bytes each, two per edge). Interned strings are freed
+    with their last holder. A decoded fact is its decoding's own until that returns, so
+    setting its slots here is not seen as a change by anyone."""
+    if isinstance(record, EdgeRecord):
+        _set(record, "src", intern(record.src))
+        _set(record, "dst", intern(record.dst))
+    elif isinstance(record, NodeRecord):
+        _set(record, "id", intern(record.id))
 
 
 def encode_delta(delta: GraphDelta) -> bytes:
@@ -400,7 +430,11 @@ def _join(parts: list[GraphDelta]) -> GraphDelta:
     # In increasing index: every record before a cut one is in place when it goes in.
     for name, at in sorted(texts):
         record = _ELEMENT[name].validate_json("".join(texts[(name, at)]))
-        _share(record)
+        if isinstance(record, FileRecord):
+            share_fields_set(record)
+            _share_strings(record)
+        else:
+            _intern_ids(record)
         lists[name].insert(at, record)
     update: dict[str, object] = {name: tuple(records) for name, records in lists.items()}
     return parts[0].model_copy(update={**update, "part": None})

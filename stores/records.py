@@ -2,13 +2,27 @@
 
 They travel inside graph deltas (so they are frozen, versioned pydantic contracts) and
 they are what the query service serves. Line numbers are 1-based and inclusive.
+
+Two kinds of contract. A `Record` is a pydantic model: the envelopes (deltas, snapshots,
+neighborhoods, file records), a few per file. A `Fact` is a frozen, slotted pydantic
+dataclass: the records a state holds by the hundred thousand (symbols, imports,
+references, sections, keywords, chunks, nodes, edges). Both validate and serialize
+alike inside a delta; a fact costs its fields' slots and no more: 80 bytes for an edge
+against 272 for the same model (a model keeps a ``__dict__`` and a fields-set), which
+was the largest share of a replica's memory (docs/READ_SIDE_MEMORY.md).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic.dataclasses import dataclass
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from pydantic.fields import FieldInfo
 
 SymbolKind = Literal[
     "CLASS",
@@ -26,13 +40,76 @@ SymbolKind = Literal[
 
 
 class Record(BaseModel):
-    """The base of every record of the contracts: frozen and strict (an unknown field is an
+    """The base of the contracts' models: frozen and strict (an unknown field is an
     error, so a reader never silently drops what a newer writer meant)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-R = TypeVar("R", bound=Record)
+FACT = ConfigDict(extra="forbid")
+"""A fact's pydantic configuration (with ``frozen=True, slots=True, kw_only=True`` on the
+decorator): strict like a `Record`."""
+
+
+class Fact:
+    """The base of the state's small records, each a frozen, slotted pydantic dataclass
+    (``@dataclass(frozen=True, slots=True, kw_only=True, config=FACT)``): a delta
+    validates them as it validates its models, and a fact answers the part of a model's
+    API the code uses (`model_copy`, `model_dump`, `model_dump_json`, `model_validate`,
+    `model_validate_json`), so that a fact and a model read alike."""
+
+    __slots__ = ()
+
+    def values(self) -> dict[str, Any]:
+        """The fields and their values, in declaration order."""
+        return {name: getattr(self, name) for name in fields_of(type(self))}
+
+    def model_copy(self, *, update: dict[str, Any] | None = None) -> Self:
+        """A copy with ``update``'s fields replaced, not validated (as a model's copy)."""
+        values = self.values()
+        if update:
+            values.update(update)
+        return trusted(type(self), values)
+
+    def model_dump(self, **options: Any) -> dict[str, Any]:
+        """The fields as a dict (pydantic's ``dump_python`` options: mode, exclude, ...)."""
+        dumped: dict[str, Any] = _adapter(type(self)).dump_python(self, **options)
+        return dumped
+
+    def model_dump_json(self, **options: Any) -> str:
+        """The fact's JSON, as a model's ``model_dump_json`` writes it."""
+        return _adapter(type(self)).dump_json(self, **options).decode()
+
+    @classmethod
+    def model_validate(cls, value: Any) -> Self:
+        validated: Self = _adapter(cls).validate_python(value)
+        return validated
+
+    @classmethod
+    def model_validate_json(cls, raw: str | bytes) -> Self:
+        validated: Self = _adapter(cls).validate_json(raw)
+        return validated
+
+
+_ADAPTERS: dict[type[Fact], TypeAdapter[Any]] = {}
+
+
+def _adapter(cls: type[Fact]) -> TypeAdapter[Any]:
+    adapter = _ADAPTERS.get(cls)
+    if adapter is None:
+        adapter = _ADAPTERS[cls] = TypeAdapter(cls)
+    return adapter
+
+
+def fields_of(cls: type[Record] | type[Fact]) -> dict[str, FieldInfo]:
+    """A contract's fields in declaration order, a model's or a fact's."""
+    if issubclass(cls, Fact):
+        found: dict[str, FieldInfo] = cls.__pydantic_fields__  # type: ignore[attr-defined]
+        return found
+    return cls.model_fields
+
+
+R = TypeVar("R", bound="Record | Fact")
 _new = object.__new__
 _set = object.__setattr__
 
@@ -43,20 +120,25 @@ def trusted(cls: type[R], values: dict[str, Any]) -> R:
     extractor's references and symbols, the resolver's edges (hundreds of thousands per
     large repository). ``values`` holds every field of ``cls``, defaults included, in
     declaration order; the record then equals, hashes, dumps, copies and pickles as the
-    validated one (tests/unit/test_records.py pins it). 1.7 against 3.8 us for a
-    reference record; pydantic's own ``model_construct`` took 6.1."""
+    validated one (tests/unit/test_records.py pins it). A fact: 0.6 against 2.9 us
+    validated; a reference as a model took 1.7, pydantic's own ``model_construct`` 6.1."""
     record = _new(cls)
+    if isinstance(record, Fact):
+        for name, value in values.items():
+            _set(record, name, value)
+        return record
     _set(record, "__dict__", values)
     # One set per class, not per record: a set of six names takes 728 bytes, which were
     # 400 of the 1,411 MB a sympy build holds. Safe to share: pydantic changes a record's
     # set in place only on assignment (frozen records refuse it) and on extra fields
     # (forbidden); ``model_copy`` copies the set before it adds to it.
-    fields = _FIELDS_SET.get(cls)
+    model = type(record)
+    fields = _FIELDS_SET.get(model)
     if fields is None:
-        config = cls.model_config
+        config = model.model_config
         if not config.get("frozen") or config.get("extra") != "forbid":
-            raise TypeError(f"{cls.__name__}: only frozen records without extras are trusted")
-        fields = _FIELDS_SET[cls] = set(cls.model_fields)
+            raise TypeError(f"{model.__name__}: only frozen records without extras are trusted")
+        fields = _FIELDS_SET[model] = set(model.model_fields)
     _set(record, "__pydantic_fields_set__", fields)
     _set(record, "__pydantic_extra__", None)
     _set(record, "__pydantic_private__", None)
@@ -65,14 +147,11 @@ def trusted(cls: type[R], values: dict[str, Any]) -> R:
 
 _FIELDS_SET: dict[type[Record], set[str]] = {}
 
-_FILE_PARTS = ("symbols", "imports", "references", "sections", "keywords", "aliases", "chunks")
-
 
 def share_fields_set(record: Record) -> None:
-    """Give a decoded record its class's one fields-set, as `trusted` builds records:
-    pydantic's JSON decoding makes a set per record (728 bytes from 5 names), which were
-    354 of the 762 MB a replica folded for sympy (docs/READ_SIDE_MEMORY.md). Only a
-    record whose set names every field (what the contracts' encoders write) shares, so
+    """Give a decoded model its class's one fields-set, as `trusted` builds models:
+    pydantic's JSON decoding makes a set per model (728 bytes from 5 names). Only a
+    model whose set names every field (what the contracts' encoders write) shares, so
     ``model_dump(exclude_unset=True)`` answers as before."""
     cls = type(record)
     fields = _FIELDS_SET.get(cls)
@@ -82,15 +161,8 @@ def share_fields_set(record: Record) -> None:
         _set(record, "__pydantic_fields_set__", fields)
 
 
-def share_file_fields_sets(record: FileRecord) -> None:
-    """`share_fields_set` for a file's record and every record it holds."""
-    for name in _FILE_PARTS:
-        for item in getattr(record, name):
-            share_fields_set(item)
-    share_fields_set(record)
-
-
-class SymbolRecord(Record):
+@dataclass(frozen=True, slots=True, kw_only=True, config=FACT)
+class SymbolRecord(Fact):
     """A symbol one file defines (class, function, method, ...), with its lines, signature
     and doc, as the parser extracted it."""
 
@@ -119,7 +191,8 @@ class SymbolRecord(Record):
     )
 
 
-class ImportRecord(Record):
+@dataclass(frozen=True, slots=True, kw_only=True, config=FACT)
+class ImportRecord(Fact):
     """One import statement of a file, as written (resolution to files is the graph's)."""
 
     module: str = Field(description="as written: 'os.path', './util', 'react'")
@@ -147,7 +220,8 @@ class ImportRecord(Record):
 ReferenceKind = Literal["call", "use", "type"]
 
 
-class ReferenceRecord(Record):
+@dataclass(frozen=True, slots=True, kw_only=True, config=FACT)
+class ReferenceRecord(Fact):
     """A name used in a file: a call, a read, or a type position."""
 
     name: str = Field(description="the referenced identifier, without its qualifier")
@@ -164,7 +238,8 @@ class ReferenceRecord(Record):
     )
 
 
-class Section(Record):
+@dataclass(frozen=True, slots=True, kw_only=True, config=FACT)
+class Section(Fact):
     """A labelled stretch of a file's lines (imports, a class, a function): a file's outline."""
 
     line_start: int = Field(ge=1)
@@ -172,14 +247,16 @@ class Section(Record):
     label: str = Field(description="'imports', 'class AuthService', 'def main', 'module docstring'")
 
 
-class Keyword(Record):
+@dataclass(frozen=True, slots=True, kw_only=True, config=FACT)
+class Keyword(Fact):
     """A term that describes a file, weighted (from its name, symbols and docstrings)."""
 
     term: str
     weight: float = Field(gt=0)
 
 
-class Alias(Record):
+@dataclass(frozen=True, slots=True, kw_only=True, config=FACT)
+class Alias(Fact):
     """A module-specifier rewrite declared by a configuration file (tsconfig paths,
     go.mod's module path, Cargo's crate root), paths relative to the repository root."""
 
@@ -187,7 +264,8 @@ class Alias(Record):
     target: str = Field(description="'src/app/', 'svc', 'crates/core/src'")
 
 
-class ChunkRecord(Record):
+@dataclass(frozen=True, slots=True, kw_only=True, config=FACT)
+class ChunkRecord(Fact):
     """A piece of a file to retrieve and to read: one symbol (a function, a method, a
     class's own lines) or a stretch of module-level lines, with its text."""
 
@@ -260,7 +338,8 @@ EdgeKind = Literal[
 ]
 
 
-class NodeRecord(Record):
+@dataclass(frozen=True, slots=True, kw_only=True, config=FACT)
+class NodeRecord(Fact):
     """A node of the code graph: a file, a symbol, a folder or an external module; its id
     says which (``file:``, ``sym:``, ``dir:``, ``ext:``) and what owns it (`owner_path`)."""
 
@@ -275,7 +354,8 @@ class NodeRecord(Record):
     )
 
 
-class EdgeRecord(Record):
+@dataclass(frozen=True, slots=True, kw_only=True, config=FACT)
+class EdgeRecord(Fact):
     """A directed edge of the code graph (imports, calls, defines, contains, ...), with the
     confidence of the evidence it rests on; keyed by ``(src, dst, kind)``."""
 

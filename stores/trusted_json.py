@@ -25,7 +25,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, TypeAdapter
 
-from stores.records import Record, trusted
+from stores.records import Fact, Record, fields_of, trusted
 
 Convert = Callable[[Any], Any]
 
@@ -42,7 +42,7 @@ def converter(annotation: Any) -> Convert:
 @cache
 def _converter(annotation: Any) -> Convert:
     origin, args = get_origin(annotation), get_args(annotation)
-    if isinstance(annotation, type) and issubclass(annotation, Record):
+    if isinstance(annotation, type) and issubclass(annotation, (Record, Fact)):
         return _record(annotation)
     if annotation in (str, int, bool) or origin is Literal:
         return _same
@@ -67,13 +67,13 @@ def _converter(annotation: Any) -> Convert:
     return adapter.validate_python
 
 
-def _record(cls: type[Record]) -> Convert:
+def _record(cls: type[Record] | type[Fact]) -> Convert:
     fields = [
-        (name, _converter(_hashable(info.annotation))) for name, info in cls.model_fields.items()
+        (name, _converter(_hashable(info.annotation))) for name, info in fields_of(cls).items()
     ]
     count = len(fields)
 
-    def build(value: dict[str, Any]) -> Record:
+    def build(value: dict[str, Any]) -> Record | Fact:
         if len(value) != count:
             raise ValueError(f"{cls.__name__}: {len(value)} fields, the contract has {count}")
         return trusted(cls, {name: convert(value[name]) for name, convert in fields})

@@ -259,7 +259,7 @@ def _owner_moved(
         kept.bases,
     ):
         return None
-    values = dict(kept.__dict__)
+    values = kept.values()
     values["line_end"] = parsed.line_end if region.to_class_end else kept.line_end + rows
     if region.first_statement:
         values["doc"] = parsed.doc
@@ -308,7 +308,7 @@ def _reference_line(record: ReferenceRecord) -> int:
 
 
 def _symbol_moved(record: SymbolRecord, rows: int) -> SymbolRecord:
-    values = dict(record.__dict__)
+    values = record.values()
     values["line_start"] += rows
     values["line_end"] += rows
     return trusted(SymbolRecord, values)
@@ -319,4 +319,4 @@ def _import_moved(record: ImportRecord, rows: int) -> ImportRecord:
 
 
 def _reference_moved(record: ReferenceRecord, rows: int) -> ReferenceRecord:
-    return trusted(ReferenceRecord, {**record.__dict__, "line": record.line + rows})
+    return trusted(ReferenceRecord, {**record.values(), "line": record.line + rows})

@@ -1,28 +1,34 @@
-"""`trusted` records are the validated ones, and every record an extractor or the
-resolver builds that way would pass validation, strictly."""
+"""`trusted` records are the validated ones, every record an extractor or the resolver
+builds that way would pass validation, strictly, and the state's many records are facts:
+slotted, frozen, a delta's own."""
 
 from __future__ import annotations
 
 import pickle
+import sys
+from typing import Annotated
 
 import pytest
+from pydantic import TypeAdapter
 
 from processors.indexer import RepoIndex
 from processors.parsing import parse_file
 from stores.deltas import GraphDelta, assemble, decode_delta, encode_delta, encode_parts
 from stores.records import (
     EdgeRecord,
+    Fact,
+    FileRecord,
     NodeRecord,
-    Record,
     ReferenceRecord,
     SymbolRecord,
+    fields_of,
     share_fields_set,
     trusted,
 )
 from tests.factories import Stamp
 from tests.unit.test_graph_patch import FILES, scanned
 
-SAMPLES: list[tuple[type[Record], dict[str, object]]] = [
+SAMPLES: list[tuple[type[Fact], dict[str, object]]] = [
     (
         ReferenceRecord,
         {"name": "f", "qualifier": "a.b", "kind": "call", "line": 3, "column": 4, "scope": "C.m"},
@@ -58,43 +64,57 @@ SAMPLES: list[tuple[type[Record], dict[str, object]]] = [
 
 
 @pytest.mark.parametrize(("cls", "values"), SAMPLES, ids=lambda v: getattr(v, "__name__", ""))
-def test_a_trusted_record_is_the_validated_one(
-    cls: type[Record], values: dict[str, object]
-) -> None:
+def test_a_trusted_record_is_the_validated_one(cls: type[Fact], values: dict[str, object]) -> None:
     built, validated = trusted(cls, dict(values)), cls(**values)
     assert built == validated and validated == built
     assert hash(built) == hash(validated)
     assert repr(built) == repr(validated)
-    assert built.model_dump() == validated.model_dump()
+    assert built.model_dump() == validated.model_dump() == values
     assert built.model_dump_json() == validated.model_dump_json()
-    assert built.model_fields_set == validated.model_fields_set
+    assert cls.model_validate_json(built.model_dump_json()) == validated
+    assert built.values() == values and list(fields_of(cls)) == list(values)
     assert pickle.loads(pickle.dumps(built)) == validated
     first = next(iter(values))
     copied = built.model_copy(update={first: values[first]})
-    assert copied == validated and copied.model_fields_set == validated.model_fields_set
-    with pytest.raises(Exception, match="frozen"):
-        built.name = "other"  # type: ignore[misc]
+    assert copied == validated and copied is not built
+    with pytest.raises(Exception, match="cannot assign"):
+        setattr(built, first, "other")
 
 
-def test_trusted_records_share_one_fields_set_that_nothing_changes() -> None:
-    cls, values = SAMPLES[0]
-    one, two = trusted(cls, dict(values)), trusted(cls, {**values, "line": 9})
-    assert one.model_fields_set is two.model_fields_set
-    before = set(one.model_fields_set)
-    copied = one.model_copy(update={"line": 5})
-    assert copied.line == 5 and copied.model_fields_set == before
-    assert copied.model_fields_set is not one.model_fields_set
-    with pytest.raises(Exception, match="frozen"):
-        one.line = 7  # type: ignore[misc]
-    with pytest.raises(Exception, match="frozen"):
-        one.extra = 1  # type: ignore[attr-defined]
-    assert one.model_fields_set == two.model_fields_set == before
-    assert cls.model_config.get("frozen") and cls.model_config.get("extra") == "forbid"
+def test_a_fact_is_slotted_frozen_and_strict() -> None:
+    """A fact holds its fields' slots and nothing else (an edge: 72 bytes, where the
+    model kept a ``__dict__`` and a fields-set: 272 with them)."""
+    cls, values = SAMPLES[2]
+    edge = trusted(cls, dict(values))
+    assert not hasattr(edge, "__dict__") and sys.getsizeof(edge) <= 32 + 8 * len(values)
+    copied = edge.model_copy(update={"weight": 5.0})
+    assert copied.weight == 5.0 and edge.weight == 2.0
+    with pytest.raises(Exception, match="cannot assign"):
+        edge.weight = 1.0  # type: ignore[misc]
+    with pytest.raises((AttributeError, TypeError)):  # no slot (3.11 says it with a TypeError)
+        edge.extra = 1  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="Unexpected keyword argument"):
+        cls.model_validate({**values, "extra": 1})
+    with pytest.raises(ValueError, match="Unexpected keyword argument"):
+        cls.model_validate_json('{"src": "a", "dst": "b", "kind": "CALLS", "extra": 1}')
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        ReferenceRecord(name="f", kind="call", line=0, column=0)
 
 
 def test_a_trusted_record_with_another_value_differs() -> None:
     cls, values = SAMPLES[0]
     assert trusted(cls, {**values, "line": 4}) != cls(**values)
+
+
+def strictly_valid(fact: Fact) -> bool:
+    """Whether every field's value passes its type and constraints, strictly (a list is
+    no tuple, a str no Literal's other value); pydantic's strict mode takes only an
+    instance for a dataclass, so the fields are validated one by one."""
+    for name, info in fields_of(type(fact)).items():
+        value = getattr(fact, name)
+        kind = Annotated[info.annotation, *info.metadata] if info.metadata else info.annotation
+        assert TypeAdapter(kind).validate_python(value, strict=True) == value, name
+    return True
 
 
 SOURCES = {
@@ -120,8 +140,8 @@ def test_every_record_an_extractor_builds_passes_strict_validation(path: str) ->
     assert parsed.problems == () and parsed.symbols and parsed.references
     for record in (*parsed.symbols, *parsed.references):
         cls = type(record)
-        assert list(record.__dict__) == list(cls.model_fields), record
-        assert cls.model_validate(record.__dict__, strict=True) == record
+        assert list(record.values()) == list(fields_of(cls)), record
+        assert strictly_valid(record)
 
 
 def test_every_node_and_edge_the_graph_builds_passes_strict_validation() -> None:
@@ -132,20 +152,20 @@ def test_every_node_and_edge_the_graph_builds_passes_strict_validation() -> None
         *("CONTAINS", "DEFINED_BY", "SIBLING"),
     }
     for edge in edges:
-        assert list(edge.__dict__) == list(EdgeRecord.model_fields), edge
-        assert EdgeRecord.model_validate(edge.__dict__, strict=True) == edge
+        assert list(edge.values()) == list(fields_of(EdgeRecord)), edge
+        assert strictly_valid(edge)
         assert type(edge.weight) is float, edge  # strict validation takes an int too
     nodes = list(index.state.nodes.values())
     assert {n.kind for n in nodes} >= {"FILE", "CLASS", "FUNCTION", "FOLDER"}
     for node in nodes:
-        assert list(node.__dict__) == list(NodeRecord.model_fields), node
-        assert NodeRecord.model_validate(node.__dict__, strict=True) == node
+        assert list(node.values()) == list(fields_of(NodeRecord)), node
+        assert strictly_valid(node)
 
 
-def test_decoded_deltas_share_one_fields_set_per_class_and_answer_as_before() -> None:
+def test_decoded_deltas_hold_facts_and_file_records_of_one_fields_set() -> None:
     """A replica's records: decoded from the topic, whole or from a record cut into
-    pieces, they share their class's set (354 of 762 MB folded for sympy) and dump,
-    compare and copy as pydantic's own decoding gives them."""
+    pieces, file records share their class's set, what they hold are slotted facts, and
+    all dump, compare and copy as pydantic's own decoding gives them."""
     index, stamp = RepoIndex("r"), Stamp(repo="r", producer="p")
     stamp.claimed(index)
     files = [
@@ -164,15 +184,66 @@ def test_decoded_deltas_share_one_fields_set_per_class_and_answer_as_before() ->
     for got in (whole, joined[0]):
         file, other = [f for f in got.files_upserted if f.symbols][:2]
         assert file.model_fields_set is other.model_fields_set
-        assert file.symbols[0].model_fields_set is other.symbols[0].model_fields_set
-        assert got.edges_upserted[0].model_fields_set is got.edges_upserted[1].model_fields_set
+        facts = (file.symbols[0], *file.chunks, *got.edges_upserted, *got.nodes_upserted)
+        assert all(isinstance(f, Fact) and not hasattr(f, "__dict__") for f in facts)
         assert got.model_dump(exclude_unset=True) == plain.model_dump(exclude_unset=True)
         assert got.model_dump_json() == plain.model_dump_json()
-    copied = whole.edges_upserted[0].model_copy(update={"weight": 7.0})
-    assert copied.model_fields_set is not whole.edges_upserted[0].model_fields_set
 
 
 def test_a_record_decoded_without_every_field_keeps_its_own_set() -> None:
-    partial = EdgeRecord.model_validate_json('{"src": "a", "dst": "b", "kind": "CALLS"}')
+    given = {
+        "path": "a.py",
+        "language": "python",
+        "size": 1,
+        "lines": 1,
+        "content_hash": None,
+        "skipped": None,
+        "parse_errors": 0,
+        "origin": "scan",
+        "commit": None,
+        "working_tree": True,
+        "producer": "p",
+    }
+    partial = FileRecord.model_validate(given)
     share_fields_set(partial)
-    assert partial.model_fields_set == {"src", "dst", "kind"}
+    assert partial.model_fields_set == set(given)
+
+
+@pytest.mark.parametrize("cut", [False, True], ids=["whole", "in-parts"])
+def test_decoded_edges_hold_their_nodes_own_id_strings(cut: bool) -> None:
+    """Decoding gives an edge end its own copy of a long id (pydantic caches strings of
+    up to 64 characters only); the decoded delta holds one string per id."""
+    path = "/".join(["package"] * 12) + "/module.py"
+    nodes = [NodeRecord(id=f"sym:{path}:f{i}", kind="FUNCTION", name=f"f{i}") for i in range(3)]
+    edges = [EdgeRecord(src=a.id, dst=b.id, kind="CALLS") for a in nodes for b in nodes if a != b]
+    index, stamp = RepoIndex("r"), Stamp(repo="r", producer="p")
+    stamp.claimed(index)
+    barrier = index.handle(stamp.scan_completed(), now=0.0)
+    delta = barrier.model_copy(
+        update={"nodes_upserted": tuple(nodes), "edges_upserted": tuple(edges)}
+    )
+    raws = encode_parts(delta, limit=1_600) if cut else [encode_delta(delta)]
+    assert (len(raws) > 1) == cut
+    (got,) = assemble(decode_delta(raw) for raw in raws)
+    assert got == delta and len(nodes[0].id) > 64
+    ids = {node.id: node.id for node in got.nodes_upserted}
+    ends = [end for e in got.edges_upserted for end in (e.src, e.dst)]
+    assert len(ends) == 12 and all(end is ids[end] for end in ends)
+
+
+def test_decoded_files_hold_one_string_per_repeated_value() -> None:
+    """A chunk repeats its file's path and its symbol's qualified name, signature and
+    docstring; decoded, each is one string (long ones too: pydantic caches short ones)."""
+    path = "/".join(["package"] * 12) + "/module.py"
+    doc = "Compute the thing, " * 8
+    text = f'class Widget:\n    def render(self, x):\n        """{doc}"""\n        return x\n'
+    index, stamp = RepoIndex("r"), Stamp(repo="r", producer="p")
+    stamp.claimed(index)
+    delta = index.handle(stamp.changed(path, text, origin="scan"), now=0.0)
+    (got,) = decode_delta(encode_delta(delta)).files_upserted
+    assert got == delta.files_upserted[0] and len(got.path) > 64
+    symbol = next(s for s in got.symbols if s.qualname == "Widget.render")
+    chunk = next(c for c in got.chunks if c.qualname == "Widget.render")
+    assert symbol.doc is not None and len(symbol.doc) > 64 and chunk.doc == symbol.doc
+    assert all(c.path is got.path for c in got.chunks)
+    assert chunk.doc is symbol.doc and chunk.signature is symbol.signature
