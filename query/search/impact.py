@@ -14,17 +14,20 @@ backwards breadth-first to ``depth`` hops: every dependency kind (DEPENDENCY_KIN
 calls, uses, references, imports, inheritance, tests), not structure. Each dependent
 has its hop distance and the weakest confidence on its path (``import`` and
 ``structural`` > ``same_file`` > ``same_folder`` > ``name_match``), the strongest of its
-shortest paths. A hub (more connections than the repository's p99, at least 50: the
-rule navigation's walks skip) and a node reached only by a name-match guess are listed
-but not walked through: everything is two hops from a hub, and a guess of a guess says
-nothing. At most ``max_nodes``, nearest and strongest first.
+shortest paths (the shortest wins, even a guess). A hub (more connections than the
+repository's p99, at least 50: the rule navigation's walks skip) and a node reached
+only by a name-match guess are listed but not walked through: everything is two hops
+from a hub, and a guess of a guess says nothing. At most ``max_nodes``, nearest and
+strongest first.
 
 Which tests exercise it (`tests_of`): a test among the dependents (it calls or imports
 the change), a test file whose TESTS edges point at a changed or dependent file, one
 named after such a file (named_tests.py: ``test_<stem>.py``, ``<stem>_test.go``,
-``FooTest.java``, ...), and a changed test file itself.
+``FooTest.java``, ...), and a changed test file itself. A public change no test reaches
+(`untested`) is one whose file no test is linked to and none of whose dependents, by a
+resolved path, is a test or in a file a test is linked to.
 
-How risky (`assess`): the rule is `RULE`, stated in every answer.
+How risky: impact_risk.py, whose rule every answer states.
 """
 
 from __future__ import annotations
@@ -35,23 +38,11 @@ from typing import Literal
 
 from query.search.adjacency import CONFIDENCE_RANK, DEPENDENCY_KINDS, Adjacency
 from query.search.unified_diff import FileDiff, Status
-from stores.neighborhoods import NeighborhoodSnapshot
 from stores.projections.ids import file_id, is_test_path, path_of, symbol_id
 from stores.records import FileRecord, SymbolRecord
 
-Level = Literal["low", "medium", "high"]
 TestLinkKind = Literal["changed", "calls", "graph", "name"]
 LINK_RANK: Mapping[str, int] = {"changed": 0, "calls": 1, "graph": 2, "name": 3}
-
-HIGH_DEPENDENTS = 20
-MEDIUM_DEPENDENTS = 5
-RULE = (
-    f"high: at least {HIGH_DEPENDENTS} dependents, a deleted or renamed file something "
-    "depends on, or dependents in other neighborhoods together with a public change no "
-    f"test reaches; medium: at least {MEDIUM_DEPENDENTS} dependents, a dependent in "
-    "another neighborhood, or a public change no test reaches; low: otherwise "
-    "(dependents: non-test symbols and files within the depth)"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,91 +232,28 @@ def _test_key(link: TestLink) -> tuple[int, int, str]:
     return (link.hop, LINK_RANK[link.link], link.of)
 
 
+def tested(adjacency: Adjacency, paths: Iterable[str]) -> set[str]:
+    """The files of ``paths`` a test file is linked to, by TESTS edges or by name."""
+    return {p for p in paths if adjacency.tests(file_id(p)) or adjacency.tests_by_name(file_id(p))}
+
+
 def untested(
-    changes: Sequence[Change], tests: Sequence[TestLink], found: Sequence[Dependent]
+    adjacency: Adjacency, changes: Sequence[Change], found: Sequence[Dependent]
 ) -> tuple[str, ...]:
-    """The public changed units (`Change.units`) no test reaches: none links to their
-    file directly (hop 0) and no test dependent's path starts at them."""
-    of_files = {t.of for t in tests if t.hop == 0}
-    reached = {d.root for d in found if is_test_path(path_of(d.node) or "")}
+    """The public changed units (`Change.units`) no test reaches: no test is linked to
+    their file, and none of their dependents (by a resolved path, not a guess) is a test
+    or in a file a test is linked to."""
+    files = {p for d in found if (p := path_of(d.node)) is not None}
+    linked = tested(adjacency, {*files, *(c.path for c in changes if c.indexed)})
+    reached = {
+        d.root
+        for d in found
+        if d.confidence != "name_match"
+        and (is_test_path(path_of(d.node) or "") or path_of(d.node) in linked)
+    }
     missing = []
     for change in changes:
-        if is_test_path(change.path) or change.path in of_files:
+        if is_test_path(change.path) or change.path in linked:
             continue
         missing += [u for u, public in change.units if public and u not in reached]
     return tuple(missing)
-
-
-@dataclass(frozen=True, slots=True)
-class Touched:
-    """A neighborhood the change touches: how many changed and dependent files it
-    holds, its entry points, and those among the changed or dependent files."""
-
-    id: str
-    label: str
-    changed: int
-    dependents: int
-    entry_points: tuple[str, ...]
-    entry_points_touched: tuple[str, ...]
-
-
-def neighborhoods_touched(
-    snapshot: NeighborhoodSnapshot, changed: Collection[str], reached: Collection[str]
-) -> tuple[Touched, ...]:
-    """The neighborhoods holding a changed (``changed``) or dependent (``reached``)
-    file, those with changed files first, then by dependent files, then by id."""
-    membership = snapshot.membership()
-    touched = set(changed) | set(reached)
-    found = []
-    for record in snapshot.neighborhoods:
-        mine = {p for p in touched if membership.get(p) == record.id}
-        if not mine:
-            continue
-        found.append(
-            Touched(
-                id=record.id,
-                label=record.label,
-                changed=len(mine & set(changed)),
-                dependents=len(mine - set(changed)),
-                entry_points=record.entry_points,
-                entry_points_touched=tuple(p for p in record.entry_points if p in mine),
-            )
-        )
-    return tuple(sorted(found, key=lambda t: (-t.changed, -t.dependents, t.id)))
-
-
-@dataclass(frozen=True, slots=True)
-class Risk:
-    level: Level
-    reasons: tuple[str, ...]
-
-
-def assess(
-    *,
-    direct: int,
-    transitive: int,
-    elsewhere: int,
-    other_neighborhoods: int,
-    untested: Sequence[str],
-    broken: Sequence[str],
-) -> Risk:
-    """`RULE` over the counts: ``direct`` and ``transitive`` non-test dependents,
-    ``elsewhere`` of them in ``other_neighborhoods`` neighborhoods holding no changed
-    file, the ``untested`` public changes, the ``broken`` (deleted or renamed) files
-    something depends on."""
-    total = direct + transitive
-    reasons = [f"{direct} direct and {transitive} transitive dependents"]
-    if elsewhere:
-        reasons.append(f"{elsewhere} dependents in {other_neighborhoods} other neighborhoods")
-    if untested:
-        more = f" and {len(untested) - 3} more" if len(untested) > 3 else ""
-        shown = ", ".join(untested[:3]) + more
-        reasons.append(f"{len(untested)} public changes no test reaches: {shown}")
-    if broken:
-        reasons.append(f"deleted or renamed with dependents: {', '.join(broken)}")
-    level: Level = "low"
-    if total >= HIGH_DEPENDENTS or broken or (elsewhere and untested):
-        level = "high"
-    elif total >= MEDIUM_DEPENDENTS or elsewhere or untested:
-        level = "medium"
-    return Risk(level, tuple(reasons))

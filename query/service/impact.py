@@ -10,12 +10,11 @@ stay true. Every answer is fresh-stamped as navigation's are.
 
 Refusals: none or two of diff, files, symbols (422); a malformed diff, a path outside
 the repository or one the index does not hold (400, every such path named); a symbol
-no definition matches (404, navigation's refusal).
+no definition matches (404, navigation's refusal): query/service/impact_input.py.
 """
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,14 +29,14 @@ from query.impact_schemas import (
     RiskOut,
     TestOut,
 )
-from query.read_model import RepoView
 from query.search import impact as core
-from query.search import navigation as nav
 from query.search.adjacency import Adjacency
-from query.search.unified_diff import DiffError, FileDiff, parse_diff, spans
+from query.search.impact_risk import RULE, Touched, assess, neighborhoods_touched
+from query.search.unified_diff import spans
 from query.service.base import ServiceBase
-from query.service.errors import BadRequest, InvalidArguments
-from query.service.navigation import defined, node_out
+from query.service.errors import InvalidArguments
+from query.service.impact_input import diff_changes, file_changes, symbol_changes
+from query.service.navigation import node_out
 from stores.projections.ids import is_test_path, path_of, symbol_id
 
 MAX_DEPENDENTS = 1000
@@ -68,11 +67,11 @@ class ImpactAnswers(ServiceBase):
             raise InvalidArguments("give exactly one of diff, files, symbols")
         adjacency = self._adjacency(view)
         if diff:
-            changes = _diff_changes(view, diff)
+            changes = diff_changes(view, diff)
         elif files:
-            changes = _file_changes(view, files)
+            changes = file_changes(view, files)
         else:
-            changes = _symbol_changes(view, adjacency, symbols or [])
+            changes = symbol_changes(view, adjacency, symbols or [])
         starts = list(dict.fromkeys(s for c in changes for s in c.starts))
         found, capped = core.dependents(adjacency, starts, depth=depth, max_nodes=MAX_DEPENDENTS)
         changed = [c.path for c in changes if c.indexed]
@@ -81,7 +80,7 @@ class ImpactAnswers(ServiceBase):
         snapshot = view.neighborhoods
         membership = snapshot.membership() if snapshot else {}
         reached = {p for d in code if (p := path_of(d.node)) is not None}
-        touched = core.neighborhoods_touched(snapshot, changed, reached) if snapshot else ()
+        touched = neighborhoods_touched(snapshot, changed, reached) if snapshot else ()
         lists: dict[str, list[Any]] = {
             "changed_files": [_file_out(c) for c in changes],
             "changed_symbols": [
@@ -108,7 +107,7 @@ class ImpactAnswers(ServiceBase):
             tests=[],
             tests_total=len(tests),
             neighborhoods=[],
-            risk=_risk(changes, code, core.untested(changes, tests, found), membership),
+            risk=_risk(changes, code, core.untested(adjacency, changes, found), membership),
             left_out={},
             budget_tokens=budget_tokens,
             tokens=0,
@@ -125,7 +124,7 @@ def _risk(
     untested: Sequence[str],
     membership: Mapping[str, str],
 ) -> RiskOut:
-    """`core.assess` of the non-test dependents (``code``): those in neighborhoods that
+    """`assess` of the non-test dependents (``code``): those in neighborhoods that
     hold no changed file, and those of a deleted or renamed file."""
     mine = {membership[c.path] for c in changes if c.path in membership}
     homes = [membership.get(path_of(d.node) or "") for d in code]
@@ -133,7 +132,7 @@ def _risk(
     removed = {c.path for c in changes if c.status in ("deleted", "renamed")}
     broken = sorted({p for d in code if (p := path_of(d.root)) in removed})
     direct = sum(1 for d in code if d.hop == 1)
-    risk = core.assess(
+    risk = assess(
         direct=direct,
         transitive=len(code) - direct,
         elsewhere=len(elsewhere),
@@ -143,7 +142,7 @@ def _risk(
     )
     return RiskOut(
         level=risk.level,
-        rule=core.RULE,
+        rule=RULE,
         reasons=list(risk.reasons),
         direct=direct,
         transitive=len(code) - direct,
@@ -167,7 +166,7 @@ def _dependent_out(
     )
 
 
-def _touched_out(touched: core.Touched) -> NeighborhoodTouchedOut:
+def _touched_out(touched: Touched) -> NeighborhoodTouchedOut:
     return NeighborhoodTouchedOut(
         id=touched.id,
         label=touched.label,
@@ -222,104 +221,3 @@ def _file_out(change: core.Change) -> ChangedFileOut:
         indexed=change.indexed,
         note=None if change.indexed else NEW_FILE,
     )
-
-
-def _inside(path: str) -> str | None:
-    """The path relative to the repository root, or None when it leaves the repository
-    (absolute, or climbing out with '..')."""
-    if path.startswith("/") or (len(path) > 1 and path[1] == ":"):
-        return None
-    normal = posixpath.normpath(path.strip())
-    return None if normal == ".." or normal.startswith("../") or normal == "." else normal
-
-
-def _refuse_paths(view: RepoView, outside: Sequence[str], unknown: Sequence[str]) -> None:
-    problems = []
-    if outside:
-        problems.append(f"paths outside the repository: {', '.join(map(repr, outside))}")
-    if unknown:
-        problems.append(
-            f"files the index of {view.state.repo!r} does not hold: "
-            f"{', '.join(map(repr, unknown))} (see /repositories/{view.state.repo}/files)"
-        )
-    if problems:
-        raise BadRequest("; ".join(problems))
-
-
-def _diff_changes(view: RepoView, text: str) -> list[core.Change]:
-    try:
-        diffs = parse_diff(text)
-    except DiffError as exc:
-        raise BadRequest(f"malformed diff: {exc}") from exc
-    files = view.state.files
-    outside, unknown, changes = [], [], []
-    for diff in diffs:
-        wanted = [p for p in (diff.old_path, diff.new_path) if p is not None]
-        if any(_inside(p) is None for p in wanted):
-            outside += [p for p in wanted if _inside(p) is None]
-            continue
-        path = _inside(diff.path) or diff.path
-        record = files.get(path)
-        if diff.status == "added" or record is not None:
-            changes.append(core.change_of(_at(diff, path), record))
-        else:
-            unknown.append(path)
-    _refuse_paths(view, outside, unknown)
-    return changes
-
-
-def _at(diff: FileDiff, path: str) -> FileDiff:
-    """The diff with its indexed path normalized."""
-    if diff.old_path is None:
-        return FileDiff(None, path, diff.status, diff.lines, diff.whole)
-    return FileDiff(path, diff.new_path, diff.status, diff.lines, diff.whole)
-
-
-def _file_changes(view: RepoView, paths: Sequence[str]) -> list[core.Change]:
-    files = view.state.files
-    outside = [p for p in paths if _inside(p) is None]
-    inside = list(dict.fromkeys(p for raw in paths if (p := _inside(raw)) is not None))
-    _refuse_paths(view, outside, [p for p in inside if p not in files])
-    return [core.whole_change(files[p]) for p in inside]
-
-
-def _symbol_changes(
-    view: RepoView, adjacency: Adjacency, names: Sequence[str]
-) -> list[core.Change]:
-    """Each name's best definitions (all those of the best kind of match: exact, then
-    suffix, then simple name), grouped by file in the order first named."""
-    files = view.state.files
-    by_file: dict[str, dict[str, None]] = {}
-    outside = []
-    for raw in names:
-        path, _, name = raw.rpartition(":")
-        wanted = _inside(path) if path else None
-        if path and wanted is None:
-            outside.append(path)
-            continue
-        found = defined(adjacency, name, wanted, view.state.repo)
-        best = nav.match_of(found[0], name)
-        for node in found:
-            where = path_of(node)
-            if nav.match_of(node, name) == best and where is not None:
-                by_file.setdefault(where, {})[node] = None
-    _refuse_paths(view, outside, [])
-    changes = []
-    for path, nodes in by_file.items():
-        record = files.get(path)
-        symbols = {s.qualname: s for s in record.symbols} if record else {}
-        qualnames = [nav.qualname_of(n) or "" for n in nodes]
-        changes.append(
-            core.Change(
-                path,
-                "modified",
-                None,
-                (),
-                False,
-                record is not None,
-                tuple(symbols[q] for q in qualnames if q in symbols),
-                False,
-                tuple(nodes),
-            )
-        )
-    return changes
