@@ -217,14 +217,17 @@ def tests_of(
         if is_test_path(path):
             offer(TestLink(path, "changed", 0, path))
         linked(path, 0)
+    nearest: dict[str, int] = {}  # a dependent file's tests, once, at its nearest hop
     for dep in found:
         where = path_of(dep.node)
         if where is None:
             continue
         if is_test_path(where):
             offer(TestLink(where, "calls", dep.hop, path_of(dep.root) or dep.root))
-        else:
-            linked(where, dep.hop)
+        elif where not in nearest:
+            nearest[where] = dep.hop  # `found` is in hop order
+    for where, hop in nearest.items():
+        linked(where, hop)
     return tuple(sorted(best.values(), key=lambda t: (*_test_key(t), t.path)))
 
 

@@ -43,22 +43,23 @@ def neighborhoods_touched(
     """The neighborhoods holding a changed (``changed``) or dependent (``reached``)
     file, those with changed files first, then by dependent files, then by id."""
     membership = snapshot.membership()
-    touched = set(changed) | set(reached)
-    found = []
-    for record in snapshot.neighborhoods:
-        mine = {p for p in touched if membership.get(p) == record.id}
-        if not mine:
-            continue
-        found.append(
-            Touched(
-                id=record.id,
-                label=record.label,
-                changed=len(mine & set(changed)),
-                dependents=len(mine - set(changed)),
-                entry_points=record.entry_points,
-                entry_points_touched=tuple(p for p in record.entry_points if p in mine),
-            )
+    held: dict[str, set[str]] = {}
+    for path in {*changed, *reached}:
+        if path in membership:
+            held.setdefault(membership[path], set()).add(path)
+    edited = set(changed)
+    found = [
+        Touched(
+            id=record.id,
+            label=record.label,
+            changed=len(mine & edited),
+            dependents=len(mine - edited),
+            entry_points=record.entry_points,
+            entry_points_touched=tuple(p for p in record.entry_points if p in mine),
         )
+        for record in snapshot.neighborhoods
+        if (mine := held.get(record.id))
+    ]
     return tuple(sorted(found, key=lambda t: (-t.changed, -t.dependents, t.id)))
 
 
