@@ -1,7 +1,15 @@
 """How far a change reaches, in neighborhoods and in risk (issue 20, impact analysis):
 the neighborhoods holding its changed and dependent files with their entry points, and
 a low/medium/high level by `RULE`, which every answer states. Pure: counts in, values
-out (query/search/impact.py finds what they count)."""
+out (query/search/impact.py finds what they count).
+
+The rule: **high** with at least 20 dependents, a deleted or renamed file something
+depends on (its importers break), or dependents in other neighborhoods together with a
+public change no test reaches; **medium** with at least 5 dependents, a dependent in
+another neighborhood, or a public change no test reaches; **low** otherwise.
+Dependents are the non-test symbols and files within the depth. The thresholds are a
+reviewer's rule of thumb, not calibrated: on django's package (no tests in its wheel)
+one-line diffs come out 21 low / 69 medium / 10 high (tests/bench/impact.py)."""
 
 from __future__ import annotations
 
