@@ -65,6 +65,7 @@ VERBS: Mapping[str, Verb] = {
     "callees": Verb("deploy.query_cli:edges", settings=False),
     "path": Verb("deploy.query_cli:path", settings=False),
     "neighbors": Verb("deploy.query_cli:neighbors", settings=False),
+    "impact": Verb("deploy.impact_cli:impact", settings=False),
 }
 
 
@@ -165,6 +166,7 @@ def _query_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     context.add_argument("--budget", type=int, default=8000, help="tokens (default 8000)")
     context.add_argument("--url", **url)
     _navigation_parsers(sub, url)
+    _impact_parser(sub, url)
 
 
 def _navigation_parsers(sub: argparse._SubParsersAction, url: dict[str, Any]) -> None:  # type: ignore[type-arg]
@@ -207,6 +209,30 @@ def _navigation_parsers(sub: argparse._SubParsersAction, url: dict[str, Any]) ->
     near.add_argument("--direction", choices=("out", "in", "both"), default="both")
     near.add_argument("--through-hubs", action="store_true", help="walk through hubs too")
     paged(near, 50)
+
+
+def _impact_parser(sub: argparse._SubParsersAction, url: dict[str, Any]) -> None:  # type: ignore[type-arg]
+    """What a change touches (issue 20), run by deploy/impact_cli.py."""
+    verb = sub.add_parser(
+        "impact", help="what a change touches: dependents, tests, neighborhoods, risk"
+    )
+    verb.add_argument("repo")
+    change = verb.add_mutually_exclusive_group()
+    change.add_argument("--diff-range", metavar="A..B", help="git diff A..B in --root")
+    change.add_argument("--branch", help="git diff HEAD...BRANCH: the branch since it forked")
+    change.add_argument("--diff-file", metavar="PATH", help="a unified diff; '-': stdin")
+    change.add_argument("--files", nargs="+", metavar="FILE", help="changed files")
+    change.add_argument("--symbols", nargs="+", metavar="NAME", help="'Cls.meth' or 'f.py:name'")
+    verb.add_argument(
+        "--root",
+        default=".",
+        help="the checkout git runs in (default: here); by default "
+        "the diff is its uncommitted changes against HEAD",
+    )
+    verb.add_argument("--depth", type=int, default=2, help="hops of dependents (default 2)")
+    verb.add_argument("--budget", type=int, default=4000, help="tokens (default 4000)")
+    verb.add_argument("--limit", type=int, default=50, help="dependents and tests (default 50)")
+    verb.add_argument("--url", **url)
 
 
 def _settings(args: argparse.Namespace) -> Settings:

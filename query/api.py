@@ -20,6 +20,7 @@ from query.compute_gate import ComputeGate
 from query.dashboard.routes import create_dashboard_routes
 from query.graph_search_api import create_graph_search_routes
 from query.host_check import HostCheck, HostRule
+from query.impact_api import create_impact_routes
 from query.metrics import METRICS_PATH, QueryTimer, exposition, service_registry
 from query.navigation_api import create_navigation_routes
 from query.neighborhood_api import create_neighborhood_routes
@@ -210,6 +211,7 @@ def create_api(
     api.include_router(create_retrieval_routes(service))
     api.include_router(create_graph_search_routes(service))
     api.include_router(create_navigation_routes(service))
+    api.include_router(create_impact_routes(service))
     api.include_router(create_churn_routes(service))
     api.include_router(create_dashboard_routes(service))
     api.include_router(create_docs_routes(api.title))

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import httpx
 
 from query.mcp_operations import Operation
-from query.service_client import expand, get_json
+from query.service_client import expand, get_json, post_json
 
 
 class Answers(Protocol):
@@ -27,11 +27,15 @@ class Answers(Protocol):
 
 
 class OverHttp:
-    """The GET to a query service in another process (the stdio server's way)."""
+    """The request to a query service in another process (the stdio server's way): the
+    GET, or the POST of the body's arguments (those given) for ``impact``."""
 
     def __init__(self, client: httpx.AsyncClient) -> None:
         self._client = client
 
     async def __call__(self, op: Operation, arguments: Mapping[str, Any]) -> Any:
         path = expand(op.path, {p: arguments[p] for p in op.path_params})
+        if op.method == "POST":
+            body = {b: arguments[b] for b in op.body_params if arguments.get(b) is not None}
+            return await post_json(self._client, path, body)
         return await get_json(self._client, path, {q: arguments.get(q) for q in op.query_params})

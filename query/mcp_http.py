@@ -61,7 +61,7 @@ class InProcess:
         }
         routes = {}
         for op in ops:
-            route = found[(op.path, "GET")]
+            route = found[(op.path, op.method)]
             endpoint = route.endpoint
             if endpoint is None or not callable(getattr(service_of(api), op.tool, None)):
                 raise LookupError(f"the query service has no method for the tool {op.tool!r}")
@@ -76,7 +76,7 @@ class InProcess:
         except ValidationError as exc:
             raise QueryError(f"{field_errors(exc.errors())} (HTTP 422)", 422) from exc
         method = getattr(self._service, op.tool)
-        # The GET's path as ASGI gives it (decoded): what the gate decides on.
+        # The request's path as ASGI gives it (decoded): what the gate decides on.
         path = op.path.format_map({p: values[p] for p in op.path_params})
         started = time.perf_counter()
         try:
@@ -95,12 +95,16 @@ class InProcess:
 
 def arguments_model(tool: str, endpoint: Callable[..., Any]) -> type[BaseModel]:
     """A model of a route endpoint's parameters, declared as FastAPI reads them (a
-    ``Query`` or ``Path`` default is a pydantic ``FieldInfo``), refusing any other."""
+    ``Query`` or ``Path`` default is a pydantic ``FieldInfo``), refusing any other; a
+    JSON body's model (``impact``'s) gives its fields, as the tool's arguments."""
     hints = get_type_hints(endpoint)
-    fields: dict[str, Any] = {
-        name: (hints[name], ... if p.default is inspect.Parameter.empty else p.default)
-        for name, p in inspect.signature(endpoint).parameters.items()
-    }
+    fields: dict[str, Any] = {}
+    for name, p in inspect.signature(endpoint).parameters.items():
+        hint = hints[name]
+        if isinstance(hint, type) and issubclass(hint, BaseModel):
+            fields.update((f, (info.annotation, info)) for f, info in hint.model_fields.items())
+        else:
+            fields[name] = (hint, ... if p.default is inspect.Parameter.empty else p.default)
     config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)  # a query string's way
     return create_model(f"{tool}_arguments", __config__=config, **fields)
 

@@ -1,5 +1,7 @@
-"""The MCP tools as data: which GET of the HTTP API each tool is, read from its
-OpenAPI document (names, arguments, defaults, bounds and descriptions)."""
+"""The MCP tools as data: which operation of the HTTP API each tool is, read from its
+OpenAPI document (names, arguments, defaults, bounds and descriptions). Every tool is a
+GET but ``impact``, a POST whose JSON body's fields are the tool's arguments (a diff
+does not fit a query string)."""
 
 from __future__ import annotations
 
@@ -40,10 +42,11 @@ TOOLS: Mapping[str, str] = {
     "churn": "/repositories/{repo}/churn",
     "churn_entry": "/repositories/{repo}/churn/{entry_id}",
     "structural_diff": "/repositories/{repo}/diff",
+    "impact": "/repositories/{repo}/impact",
     "dead_letters": "/dead-letters",
 }
-"""Tool name -> the GET operation it is; the names are the endpoints' (``repository``
-for ``one_repository``)."""
+"""Tool name -> the operation it is (its GET, else its POST); the names are the
+endpoints' (``repository`` for ``one_repository``)."""
 
 UNDOCUMENTED: Mapping[str, str] = {
     "health": "Whether the read side has caught up with the topics as of start.",
@@ -70,7 +73,8 @@ READ_ONLY = ToolAnnotations(
 
 @dataclass(frozen=True, slots=True)
 class Operation:
-    """One tool: the GET it makes and the arguments it takes."""
+    """One tool: the request it makes and the arguments it takes (in the path, the
+    query string, or the JSON body of a POST)."""
 
     tool: str
     path: str
@@ -78,6 +82,12 @@ class Operation:
     query_params: tuple[str, ...]
     description: str
     input_schema: Mapping[str, Any]
+    method: str = "GET"
+    body_params: tuple[str, ...] = ()
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        return (*self.path_params, *self.query_params, *self.body_params)
 
     def as_tool(self) -> Tool:
         return Tool(
@@ -92,12 +102,18 @@ def operations(openapi: Mapping[str, Any]) -> list[Operation]:
     """The tools, read from the API's OpenAPI document (``FastAPI.openapi()``)."""
     found = []
     for tool, path in TOOLS.items():
-        op = openapi["paths"].get(path, {}).get("get")
+        item = openapi["paths"].get(path, {})
+        method = "get" if "get" in item else "post"
+        op = item.get(method)
         if op is None:
-            raise LookupError(f"the HTTP API has no GET {path} for the tool {tool!r}")
+            raise LookupError(f"the HTTP API has no GET or POST {path} for the tool {tool!r}")
         params = [p for p in op.get("parameters", ()) if p["in"] in ("path", "query")]
         properties = {p["name"]: argument_schema(p) for p in params}
         required = [p["name"] for p in params if p.get("required")]
+        body = body_schema(openapi, op)
+        for name, schema in body.get("properties", {}).items():
+            properties[name] = {k: v for k, v in schema.items() if k != "title"}
+        required += body.get("required", [])
         found.append(
             Operation(
                 tool=tool,
@@ -111,9 +127,23 @@ def operations(openapi: Mapping[str, Any]) -> list[Operation]:
                     "required": required,
                     "additionalProperties": False,
                 },
+                method=method.upper(),
+                body_params=tuple(body.get("properties", {})),
             )
         )
     return found
+
+
+def body_schema(openapi: Mapping[str, Any], op: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The JSON body's schema of an operation (its ``$ref`` followed), {} without one."""
+    schema = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+    if schema is None:
+        return {}
+    ref = schema.get("$ref", "")
+    if ref.startswith("#/components/schemas/"):
+        found: Mapping[str, Any] = openapi["components"]["schemas"][ref.rsplit("/", 1)[1]]
+        return found
+    return schema  # type: ignore[no-any-return]
 
 
 def argument_schema(parameter: Mapping[str, Any]) -> dict[str, Any]:

@@ -60,9 +60,9 @@ async def call(answers: Answers, op: Operation, arguments: Mapping[str, Any]) ->
     """One tool call: the endpoint's JSON as structured content, or its refusal as an error.
 
     Bounds and types are the endpoint's to check (its 422 says which argument is wrong);
-    only what cannot make a GET is refused here.
+    only what cannot make the request is refused here.
     """
-    unknown = sorted(set(arguments) - {*op.path_params, *op.query_params})
+    unknown = sorted(set(arguments) - set(op.params))
     missing = [p for p in op.path_params if arguments.get(p) in (None, "")]
     if unknown or missing:
         return failure(

@@ -44,6 +44,24 @@ async def get_json(
     return _answer(response)
 
 
+async def post_json(client: httpx.AsyncClient, path: str, body: Mapping[str, object]) -> Any:
+    """POST ``body`` as JSON to ``path`` (``impact``: a diff does not fit a query string)."""
+    try:
+        response = await client.post(path, json=body)
+    except httpx.HTTPError as exc:
+        raise _unanswered(client.base_url, exc) from exc
+    return _answer(response)
+
+
+def post_json_now(client: httpx.Client, path: str, body: Mapping[str, object]) -> Any:
+    """`post_json` with a synchronous client, for the CLI's ``impact``."""
+    try:
+        response = client.post(path, json=body)
+    except httpx.HTTPError as exc:
+        raise _unanswered(client.base_url, exc) from exc
+    return _answer(response)
+
+
 def get_json_now(
     client: httpx.Client, path: str, params: Mapping[str, object] | None = None
 ) -> Any:

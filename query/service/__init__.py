@@ -19,6 +19,7 @@ from query.service.errors import (
     QueryRefused,
 )
 from query.service.graph_search import GraphSearchAnswers
+from query.service.impact import ImpactAnswers
 from query.service.navigation import NavigationAnswers
 from query.service.neighborhoods import NeighborhoodAnswers
 from query.service.repositories import RepositoryAnswers
@@ -39,6 +40,7 @@ class QueryService(
     RetrievalAnswers,
     GraphSearchAnswers,
     NavigationAnswers,
+    ImpactAnswers,
     NeighborhoodAnswers,
     ChurnAnswers,
 ):

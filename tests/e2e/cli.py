@@ -111,11 +111,14 @@ class Gazetteer:
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """One ``gazetteer`` command to its end, as a user types it."""
+def run_cli(
+    *args: str, timeout: float = 60, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """One ``gazetteer`` command to its end, as a user types it (``stdin``: piped in)."""
     return subprocess.run(
         [sys.executable, "-m", "deploy.cli", *args],
         cwd=ROOT,
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -35,6 +35,12 @@ def http(url: str, path: str, **params: Any) -> Any:
     return response.json()
 
 
+def post(url: str, path: str, body: dict[str, Any]) -> Any:
+    response = httpx.post(url + path, json=body, timeout=10)
+    response.raise_for_status()
+    return response.json()
+
+
 def error_text(result: CallToolResult) -> str:
     assert result.is_error, result
     return " ".join(getattr(c, "text", "") for c in result.content)
@@ -43,7 +49,9 @@ def error_text(result: CallToolResult) -> str:
 def test_every_get_operation_of_the_api_is_a_tool() -> None:
     openapi = create_api(ReadModel(), ready=lambda: True).openapi()
     operations = {p for p, item in openapi["paths"].items() if "get" in item}
-    assert operations == set(TOOLS.values())
+    posts = {p for p, item in openapi["paths"].items() if "post" in item}
+    # impact is the one POST (a diff does not fit a query string), and a tool too.
+    assert (operations | posts, posts) == (set(TOOLS.values()), {"/repositories/{repo}/impact"})
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
@@ -112,6 +120,14 @@ async def test_gazetteer_mcp_serves_the_tools_over_stdio(url: str) -> None:
         assert found.structured_content == http(url, "/repositories/app-1/search", q=QUESTION)
         missing = await client.call_tool("neighborhood", {"repo": "app-1", "nid": "n-none"})
         assert "no neighborhood 'n-none'" in error_text(missing)
+        # The POST tool: its arguments are the body the stdio server posts.
+        body = {"symbols": ["Session.send"], "depth": 1}
+        impact = await client.call_tool("impact", {"repo": "app-1", **body})
+        assert impact.structured_content == post(url, "/repositories/app-1/impact", body)
+        bad = await client.call_tool("impact", {"repo": "app-1", "diff": "@@ -1 +1 @@"})
+        assert error_text(bad) == (
+            "malformed diff: line 1: a hunk before any '--- a/… +++ b/…' header (HTTP 400)"
+        )
 
 
 async def test_gazetteer_mcp_starts_without_the_service_and_says_it_is_unreachable() -> None:

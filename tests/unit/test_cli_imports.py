@@ -62,7 +62,15 @@ NOT_IMPORTED: dict[str, set[str]] = {
     "context": HEAVY - {"httpx"},
     **{
         verb: HEAVY - {"httpx"}
-        for verb in ("definition", "references", "callers", "callees", "path", "neighbors")
+        for verb in (
+            "definition",
+            "references",
+            "callers",
+            "callees",
+            "path",
+            "neighbors",
+            "impact",
+        )
     },
 }
 

@@ -72,6 +72,12 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("churn_entry", {"repo": "app-1", "entry_id": "scan:c1"}),
     ("churn_entry", {"repo": "app-1", "entry_id": "working-tree"}),
     ("structural_diff", {"repo": "app-1", "base": "c1", "head": "c1"}),
+    ("impact", {"repo": "app-1", "symbols": ["Session.send"]}),
+    ("impact", {"repo": "app-1", "files": ["app/models.py"], "depth": 3, "budget_tokens": 500}),
+    ("impact", {"repo": "app-1", "diff": "not a diff"}),
+    ("impact", {"repo": "app-1", "files": ["../etc/passwd"]}),
+    ("impact", {"repo": "app-1", "files": ["app/models.py"], "depth": 9}),
+    ("impact", {"repo": "app-1"}),
     ("dead_letters", {"limit": 5}),
 ]
 
@@ -121,6 +127,11 @@ async def test_every_tool_answers_in_process_what_its_get_answers(
         "no neighborhoods for 'lib-2' yet: the first recluster is due (HTTP 409)",
         "no churn entry 'working-tree' in 'app-1'; see /churn (HTTP 404)",
         "base 'c1' is not before head 'c1' (HTTP 400)",
+        "malformed diff: no file in the diff (expected 'diff --git' or '--- a/… +++ b/…' "
+        "lines) (HTTP 400)",
+        "paths outside the repository: '../etc/passwd' (HTTP 400)",
+        "depth: Input should be less than or equal to 4 (HTTP 422)",
+        "give exactly one of diff, files, symbols (HTTP 422)",
     ]
 
 
@@ -144,7 +155,7 @@ def endpoint_of(api: FastAPI, op: Operation) -> Any:
     return next(
         r.endpoint
         for r in iter_route_contexts(api.routes)
-        if r.path_format == op.path and "GET" in (r.methods or ())
+        if r.path_format == op.path and op.method in (r.methods or ())
     )
 
 
@@ -199,3 +210,33 @@ async def test_the_navigation_tools_answer_the_service(
     assert {"definition", "references", "callers", "callees", "shortest_path", "neighbors"} <= {
         t.name for t in listed.tools
     }
+
+
+async def test_the_impact_tool_posts_its_arguments_as_the_body(
+    over_http: tuple[OverHttp, InProcess, dict[str, Operation]],
+) -> None:
+    http, in_process, ops = over_http
+    op = ops["impact"]
+    assert (op.method, op.path_params, op.query_params) == ("POST", ("repo",), ())
+    assert op.body_params == ("diff", "files", "symbols", "depth", "budget_tokens", "limit")
+    schema = op.input_schema
+    assert (schema["required"], schema["properties"]["depth"]) == (
+        ["repo"],
+        {
+            "type": "integer",
+            "maximum": 4.0,
+            "minimum": 1.0,
+            "description": "hops of dependents at most",
+            "default": 2,
+        },
+    )
+    arguments = {"repo": "app-1", "symbols": ["Session.send"], "limit": 5}
+    for answers in (http, in_process):
+        found = await call(answers, op, arguments)
+        assert found.structured_content is not None
+        answer = found.structured_content
+        assert [s["id"] for s in answer["changed_symbols"]] == ["sym:app/sessions.py:Session.send"]
+        assert [(t["path"], t["link"], t["hop"]) for t in answer["tests"]] == [
+            ("tests/test_sessions.py", "graph", 0)
+        ]
+        assert answer["freshness"]["indexed_commit"] == "c1"
