@@ -282,7 +282,8 @@ class Materializer:
 
     def _read(self, repo: str) -> Restorable:
         """The repository's state snapshot and, with one, its saved churn ledger."""
-        snapshot = self._state_files.load(repo) if self._state_files is not None else None
+        files = self._state_files
+        snapshot = files.load(repo, references=False) if files is not None else None
         churn = self._churn_files
         return snapshot, churn.load(repo) if churn is not None and snapshot is not None else None
 
@@ -341,7 +342,7 @@ class Materializer:
         ``up`` runs on the same data dir stay on disk)."""
         if self._state_files is None or self._aside(delta.repo):
             return
-        snapshot = self._state_files.load(delta.repo)
+        snapshot = self._state_files.load(delta.repo, references=False)
         if snapshot is not None and snapshot.seq >= delta.seq - 1:
             churn = self._churn_files
             load_snapshot(self.model, snapshot, churn.load(delta.repo) if churn else None)

@@ -5,20 +5,30 @@ in the sparse index (an unchanged file, re-reported by a scan, is not re-indexed
 removed file's go, and the names each file defines are kept for the ranking's symbol
 signal. ``search`` ranks files for a question with `query.search.ranking`.
 The evaluation command drives this same class.
+
+The read side's state keeps its chunk records without their texts (`lean_record`);
+this class indexes the texts as a delta brings them and keeps them packed by file
+(`ChunkTexts`), and `QuotedChunks` gives a context pack the chunks it quotes with them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+
+import structlog
 
 from query.dense import DenseIndex
 from query.search.adjacency import Adjacency
+from query.search.chunk_texts import RECENT_FILES, ChunkTexts
 from query.search.context_pack import ContextPack, build_pack
 from query.search.ranking import Proximity, RankedFile, RankWeights, is_source, rank
 from query.search.sparse import SparseIndex
 from stores.deltas import GraphDelta
-from stores.records import ChunkRecord, FileRecord
+from stores.records import ChunkRecord, FileRecord, trusted
 from stores.repo_state import RepoState
+
+log = structlog.get_logger(__name__)
 
 DEFINING_KINDS = frozenset(
     {"CLASS", "FUNCTION", "METHOD", "INTERFACE", "STRUCT", "ENUM", "TRAIT", "TYPE"}
@@ -33,6 +43,7 @@ class RepoRetrieval:
         self.dense = dense
         self.sparse = SparseIndex()
         self.chunks: dict[str, ChunkRecord] = {}
+        self.texts = ChunkTexts()
         self.definers: dict[str, set[str]] = {}
         self.sources: set[str] = set()
         # path -> (its chunks' content hashes, the names it defines, its chunk ids)
@@ -43,27 +54,38 @@ class RepoRetrieval:
         dense = self.dense is not None and self.dense.store.count(self.repo) > 0
         return ("bm25", "mentions", "dense") if dense else ("bm25", "mentions")
 
-    def apply(self, delta: GraphDelta) -> None:
+    def apply(self, delta: GraphDelta, lean: Mapping[str, FileRecord] | None = None) -> None:
+        """Fold ``delta``; ``lean``: the records the state holds for its files, when they
+        are its records without their chunk texts (the read side's), whose chunks are
+        then the ones kept here."""
         for path in delta.files_removed:
             self.remove(path)
         for record in delta.files_upserted:
-            self.upsert(record)
+            self.upsert(record, lean.get(record.path) if lean is not None else None)
 
-    def upsert(self, record: FileRecord) -> None:
+    def upsert(self, record: FileRecord, kept: FileRecord | None = None) -> None:
+        """Index ``record`` (its chunks with their texts); ``kept``: the state's record of
+        it, chunks without texts, which this keeps instead (same chunks, same order)."""
+        kept = kept or record
         hashes = tuple(c.content_hash for c in record.chunks)
         names = tuple(sorted({s.name for s in record.symbols if s.kind in DEFINING_KINDS}))
         held = self._files.get(record.path)
         if held is not None and held[:2] == (hashes, names):
-            return  # the same facts again (a scan re-reporting an unchanged file)
+            # The same facts again (a scan re-reporting an unchanged file): nothing to
+            # index, but the state now holds the new records: keep those, not two copies.
+            for chunk in kept.chunks:
+                self.chunks[chunk.id] = chunk
+            return
         self.remove(record.path)
         if not record.chunks and not names:
             return
         if self.dense is not None:
             self.dense.file_changed(self.repo, record.path, record.chunks, priority=0.0)
         self.sparse.add_file(record.path, record.chunks)
+        self.texts.put(record.path, [c.text for c in record.chunks])
         if is_source(record.path, record.language) and record.symbols:
             self.sources.add(record.path)
-        for chunk in record.chunks:
+        for chunk in kept.chunks:
             self.chunks[chunk.id] = chunk
         for name in names:
             self.definers.setdefault(name, set()).add(record.path)
@@ -76,6 +98,7 @@ class RepoRetrieval:
         if self.dense is not None:
             self.dense.file_removed(self.repo, path)
         self.sparse.remove_file(path)
+        self.texts.drop(path)
         self.sources.discard(path)
         for chunk_id in held[2]:
             self.chunks.pop(chunk_id, None)
@@ -116,6 +139,57 @@ class RepoRetrieval:
             recent=recent,
             proximity=proximity,
         )
+
+
+def lean_record(record: FileRecord) -> FileRecord:
+    """A file's record as the read side's state keeps it: no references (the worker
+    resolved them into edges; the read side only counts them: they were half its memory,
+    sympy 1,407 -> 754 MB) and chunks without their texts (`RepoRetrieval.texts` keeps
+    them packed)."""
+    if not record.references and not any(c.text for c in record.chunks):
+        return record
+    chunks = tuple(c.model_copy(update={"text": ""}) if c.text else c for c in record.chunks)
+    # trusted: the copy shares its class's fields-set (a model's copy takes its own)
+    return trusted(FileRecord, {**record.__dict__, "references": (), "chunks": chunks})
+
+
+class QuotedChunks(Mapping[str, Sequence[ChunkRecord]]):
+    """path -> the file's chunks with their texts, read from the retrieval's packed
+    texts as a context pack asks for them (the last files asked kept)."""
+
+    def __init__(self, files: Mapping[str, FileRecord], retrieval: RepoRetrieval) -> None:
+        self._files = files
+        self._texts = retrieval.texts
+        self._recent: OrderedDict[str, tuple[ChunkRecord, ...]] = OrderedDict()
+
+    def __getitem__(self, path: str) -> Sequence[ChunkRecord]:
+        held = self._recent.get(path)
+        if held is not None:
+            self._recent.move_to_end(path)
+            return held
+        record = self._files.get(path)
+        if record is None or not record.chunks:
+            raise KeyError(path)
+        chunks = record.chunks
+        if any(not c.text for c in chunks):
+            texts = self._texts.of(path)
+            if len(texts) == len(chunks):
+                chunks = tuple(
+                    c.model_copy(update={"text": t}) if t and not c.text else c
+                    for c, t in zip(chunks, texts, strict=True)
+                )
+            else:
+                log.error("chunk_texts_missing", path=path, chunks=len(chunks), texts=len(texts))
+        self._recent[path] = chunks
+        if len(self._recent) > RECENT_FILES:
+            self._recent.popitem(last=False)
+        return chunks
+
+    def __iter__(self) -> Iterator[str]:
+        return (path for path, record in self._files.items() if record.chunks)
+
+    def __len__(self) -> int:
+        return sum(1 for record in self._files.values() if record.chunks)
 
 
 def proximity_of(adjacency: Adjacency, neighborhood: Mapping[str, str]) -> Proximity:

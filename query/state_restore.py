@@ -19,6 +19,7 @@ import structlog
 
 from query.churn.durable import SavedLedger, mismatch, restore
 from query.read_model import ReadModel, RepoView
+from query.retrieval import lean_record
 from stores.projections.graph_state import FileGraphState
 from stores.state_snapshot import StateSnapshot, base_delta, restore_state
 
@@ -37,14 +38,14 @@ def load_snapshot(
         return False
     view = empty_view(model, repo)
     state = restore_state(snapshot)
-    for path, record in list(state.files.items()):
-        view.references[path] = len(record.references)
-        if record.references:
-            state.files[path] = record.model_copy(update={"references": ()})
+    full = tuple(state.files[path] for path in sorted(state.files))
+    for record in full:
+        view.references[record.path] = len(record.references)
+        state.files[record.path] = lean_record(record)
     view.state = state
     view.file_graph = FileGraphState.of(state)
-    lean = tuple(state.files[path] for path in sorted(state.files))
-    view.retrieval.apply(base_delta(snapshot).model_copy(update={"files_upserted": lean}))
+    whole = base_delta(snapshot).model_copy(update={"files_upserted": full})
+    view.retrieval.apply(whole, state.files)
     view.churn.seq = state.seq  # folds the deltas after the snapshot, not before
     hoods = snapshot.neighborhoods
     if hoods is not None:

@@ -15,6 +15,7 @@ alone decides. Never a mix of both.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Sequence
 
 import structlog
@@ -48,7 +49,9 @@ class TopicSnapshots:
         # One partition at a time: only its messages are held meanwhile.
         async for offered in self._topic.latest_each(partitions):
             for repo in sorted(offered):
-                snapshot = await asyncio.to_thread(decode_offered, offered.pop(repo))
+                snapshot = await asyncio.to_thread(
+                    functools.partial(decode_offered, references=False), offered.pop(repo)
+                )
                 if snapshot is None or repo in self.refused:
                     continue
                 if load_snapshot(self._model, snapshot, ledger_of(repo)):

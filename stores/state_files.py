@@ -74,15 +74,16 @@ class StateFiles:
         thread)."""
         return write_atomically(self.path_of(repo), raw)
 
-    def load(self, repo: str) -> StateSnapshot | None:
-        """The repository's snapshot, or None: none written, or rejected (logged)."""
+    def load(self, repo: str, *, references: bool = True) -> StateSnapshot | None:
+        """The repository's snapshot, or None: none written, or rejected (logged);
+        ``references`` as `stores.state_snapshot.decode` takes it."""
         path = self.path_of(repo)
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
             log.info("state_snapshot_missing", repo=repo, path=str(path))
             return None
-        return self._decoded(path, raw, repo)
+        return self._decoded(path, raw, repo, references)
 
     def peek(self, repo: str) -> SnapshotHeader | None:
         """The header of the repository's snapshot, the file verified whole (length and
@@ -119,7 +120,9 @@ class StateFiles:
             return None
         return header
 
-    def load_where(self, wanted: Callable[[str], bool]) -> list[StateSnapshot]:
+    def load_where(
+        self, wanted: Callable[[str], bool], *, references: bool = True
+    ) -> list[StateSnapshot]:
         """The snapshots of the repositories ``wanted`` accepts (by id), in id order."""
         found = []
         for path in self._files():
@@ -133,7 +136,7 @@ class StateFiles:
                     "state_snapshot_rejected", repo=repo, reason="unreadable", error=str(exc)
                 )
                 continue
-            snapshot = self._decoded(path, raw, repo)
+            snapshot = self._decoded(path, raw, repo, references)
             if snapshot is not None:
                 found.append(snapshot)
         return found
@@ -147,13 +150,13 @@ class StateFiles:
             return iter(())
         return iter(sorted(self.directory.glob(f"*{SUFFIX}")))
 
-    def _decoded(self, path: Path, raw: bytes, repo: str) -> StateSnapshot | None:
+    def _decoded(self, path: Path, raw: bytes, repo: str, references: bool) -> StateSnapshot | None:
         started = time.perf_counter()
         try:
             header = read_header(raw[:_HEADER_BYTES])
             if header.repo != repo:
                 raise SnapshotRejected("invalid", f"the file holds {header.repo!r}")
-            snapshot = decode(raw)
+            snapshot = decode(raw, references=references)
         except SnapshotRejected as rejected:
             self._rejected(path, repo, rejected)
             return None

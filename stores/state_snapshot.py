@@ -210,18 +210,24 @@ def peek(raw: bytes) -> SnapshotHeader:
     return _header(fields, len(raw) - len(body))
 
 
-def decode(raw: bytes) -> StateSnapshot:
+_NO_REFERENCES: trusted_json.Elided = frozenset({(FileRecord, "references")})
+
+
+def decode(raw: bytes, *, references: bool = True) -> StateSnapshot:
     """The snapshot in ``raw``, verified (magic, version, contract, length, checksums).
 
     The body is rebuilt trusted (`stores.trusted_json`): its checksum and the contract's
-    fingerprint are verified first."""
+    fingerprint are verified first. ``references=False``: each file's references are
+    ``None`` placeholders, counted, never built (a replica counts and drops them; they are
+    most of a snapshot's records): such a snapshot restores no worker."""
     try:
         fields, body = _frame().decode(raw)
     except Rejected as refusal:
         raise _rejected(refusal) from refusal
     header = _header(fields, 0)
     try:
-        snapshot = trusted_json.load(StateSnapshot, body)
+        elide = frozenset() if references else _NO_REFERENCES
+        snapshot = trusted_json.load(StateSnapshot, body, elide)
     except (ValidationError, KeyError, TypeError, ValueError) as exc:
         raise SnapshotRejected("invalid", repr(exc)[:500]) from exc
     if (snapshot.repo, snapshot.seq) != (header.repo, header.seq):

@@ -186,12 +186,13 @@ def keep_latest(found: dict[str, Offered], raw: bytes, partition: int) -> None:
         found[header.repo] = Offered(header, raw)
 
 
-def decode_offered(offered: Offered) -> StateSnapshot | None:
-    """The snapshot of a message, verified whole, or None: refused (logged)."""
+def decode_offered(offered: Offered, *, references: bool = True) -> StateSnapshot | None:
+    """The snapshot of a message, verified whole, or None: refused (logged);
+    ``references`` as `stores.state_snapshot.decode` takes it."""
     started = time.perf_counter()
     repo = offered.header.repo
     try:
-        snapshot = decode(offered.raw)
+        snapshot = decode(offered.raw, references=references)
     except SnapshotRejected as rejected:
         log.warning(
             "state_snapshot_rejected",

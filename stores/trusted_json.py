@@ -12,6 +12,10 @@ other records are refused, never misread. The result equals the validated one
 Supported field types: records, ``tuple[X, ...]``, fixed tuples, ``X | None``, and
 str, int, float, bool and Literal values; a field of any other type (a union of
 records) is validated by pydantic, which stays exact.
+
+A reader may elide fields it only counts (`load`'s ``elide``): such a tuple comes back
+as that many ``None`` placeholders, its records never built (a replica counts a file's
+references and drops them: most of a snapshot's records).
 """
 
 from __future__ import annotations
@@ -34,32 +38,40 @@ def _same(value: Any) -> Any:
     return value
 
 
+Elided = frozenset[tuple[type, str]]
+"""(contract, field) pairs `load` does not build."""
+
+
 def converter(annotation: Any) -> Convert:
     """How to turn a JSON value of a field of type ``annotation`` into the field's value."""
-    return _converter(annotation)
+    return _converter(annotation, frozenset())
+
+
+def _placeholders(values: list[Any]) -> tuple[None, ...]:
+    return (None,) * len(values)
 
 
 @cache
-def _converter(annotation: Any) -> Convert:
+def _converter(annotation: Any, elide: Elided) -> Convert:
     origin, args = get_origin(annotation), get_args(annotation)
     if isinstance(annotation, type) and issubclass(annotation, (Record, Fact)):
-        return _record(annotation)
+        return _record(annotation, elide)
     if annotation in (str, int, bool) or origin is Literal:
         return _same
     if annotation is float:
         return float
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
-            item = _converter(args[0])
+            item = _converter(args[0], elide)
             if item is _same:
                 return tuple
             return lambda values: tuple([item(v) for v in values])
-        items = tuple(_converter(a) for a in args)
+        items = tuple(_converter(a, elide) for a in args)
         return lambda values: tuple(c(v) for c, v in zip(items, values, strict=True))
     if origin in (Union, types.UnionType):
         present = [a for a in args if a is not type(None)]
         if len(present) == 1:
-            inner = _converter(present[0])
+            inner = _converter(present[0], elide)
             if inner is _same:
                 return _same
             return lambda value: None if value is None else inner(value)
@@ -67,9 +79,15 @@ def _converter(annotation: Any) -> Convert:
     return adapter.validate_python
 
 
-def _record(cls: type[Record] | type[Fact]) -> Convert:
+def _record(cls: type[Record] | type[Fact], elide: Elided) -> Convert:
     fields = [
-        (name, _converter(_hashable(info.annotation))) for name, info in fields_of(cls).items()
+        (
+            name,
+            _placeholders
+            if (cls, name) in elide
+            else _converter(_hashable(info.annotation), elide),
+        )
+        for name, info in fields_of(cls).items()
     ]
     count = len(fields)
 
@@ -81,10 +99,11 @@ def _record(cls: type[Record] | type[Fact]) -> Convert:
     return build
 
 
-def load(cls: type[Record], raw: bytes | str) -> Any:
-    """``cls`` from its ``model_dump_json``, trusted (see the module); KeyError, TypeError
-    or ValueError when the JSON is not of this contract."""
-    return _converter(cls)(json.loads(raw))
+def load(cls: type[Record], raw: bytes | str, elide: Elided = frozenset()) -> Any:
+    """``cls`` from its ``model_dump_json``, trusted (see the module), the fields of
+    ``elide`` as placeholders; KeyError, TypeError or ValueError when the JSON is not of
+    this contract."""
+    return _converter(cls, elide)(json.loads(raw))
 
 
 @cache

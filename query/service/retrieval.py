@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from query.read_model import RepoView
-from query.retrieval import proximity_of, question_pack
+from query.retrieval import QuotedChunks, proximity_of, question_pack
 from query.retrieval_schemas import (
     ChunkOut,
     ContextOut,
@@ -40,8 +40,9 @@ def read_range(chunk: ChunkRecord | None) -> str:
     return f"L{chunk.line_start}-{end}"
 
 
-def chunks_by_path(view: RepoView) -> dict[str, Sequence[ChunkRecord]]:
-    return {path: record.chunks for path, record in view.state.files.items() if record.chunks}
+def chunks_by_path(view: RepoView) -> Mapping[str, Sequence[ChunkRecord]]:
+    """What a context pack reads: each file's chunks, with their texts."""
+    return QuotedChunks(view.state.files, view.retrieval)
 
 
 def membership_of(view: RepoView) -> Mapping[str, str]:
@@ -63,7 +64,7 @@ def within_tokens(ranked: Sequence[SearchHit], max_tokens: int) -> list[SearchHi
 
 
 class RetrievalAnswers(ServiceBase):
-    def _chunks(self, view: RepoView) -> dict[str, Sequence[ChunkRecord]]:
+    def _chunks(self, view: RepoView) -> Mapping[str, Sequence[ChunkRecord]]:
         return self._cache.get(view, "chunks", lambda: chunks_by_path(view))
 
     def _weights(self, repo: str) -> RankWeights | None:

@@ -43,7 +43,7 @@ from deploy.logging_setup import configure_logging
 from processors import parsing
 from processors.indexer import RepoIndex
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
-from query.read_model import ReadModel, _without_references
+from query.read_model import ReadModel
 from query.search.adjacency import Adjacency
 from stores.deltas import GraphDelta, decode_delta, encode_delta
 from stores.projections.graph_state import FileGraphState
@@ -144,6 +144,7 @@ def partition_read_side(model: ReadModel, repo: str) -> Partition:
     )
     part.add("sparse: chunk ids by path", [sparse._chunks_of, sparse._file_of, sparse._paths])
     part.add("retrieval: chunks dict", [retrieval.chunks])
+    part.add("retrieval: chunk texts, packed by file", [retrieval.texts])
     part.add("retrieval: definers, sources, files", [retrieval.definers, retrieval.sources])
     part.add("retrieval: per-file hashes/names/ids", [retrieval._files])
     part.add("churn ledger", [view.churn])
@@ -197,6 +198,13 @@ class Steps:
         return kept
 
 
+def _without_references(delta: GraphDelta) -> GraphDelta:
+    """What a replica folds of a delta in the end: the read side drops the references
+    (it only counts them); dropped here to hold the scan's deltas in less memory."""
+    lean = tuple(r.model_copy(update={"references": ()}) for r in delta.files_upserted)
+    return delta.model_copy(update={"files_upserted": lean})
+
+
 def worker_scan(tree: PackageTree, decode: str) -> tuple[list[Any], dict[str, Any]]:
     """The worker's scan: its memory by component, and the deltas it published (lean,
     encoded unless ``decode == 'shared'``)."""
@@ -206,7 +214,7 @@ def worker_scan(tree: PackageTree, decode: str) -> tuple[list[Any], dict[str, An
     for event in scan_events(tree.files, Stamp(repo=tree.name)):
         delta = index.handle(event, time.time())
         if delta is not None:
-            lean = _without_references(delta, {})
+            lean = _without_references(delta)
             deltas.append(lean if decode == "shared" else encode_delta(lean))
     seconds = time.perf_counter() - started
     gc.collect()
@@ -260,7 +268,10 @@ def read_side(
     result = {
         "files": len(state.files),
         "chunks": len(view.retrieval.chunks),
-        "chunk_text_bytes": sum(len(c.text.encode()) for c in chunks),
+        "chunk_text_bytes": sum(
+            len(t.encode()) for p in {c.path for c in chunks} for t in view.retrieval.texts.of(p)
+        ),
+        "chunk_texts_packed_bytes": view.retrieval.texts.packed_bytes(),
         "postings": len(bm25._slots) + bm25._live_postings - bm25._dead_postings,
         "terms": len(bm25.vocabulary()),
         "nodes": len(state.nodes),

@@ -4,16 +4,20 @@ loads the snapshot when the log begins past what it holds, and skips what it cov
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 from producers.topics import DEFAULT_TOPICS
 from query.materializer import Materializer
 from query.read_model import ReadModel, RepoView
+from query.retrieval import QuotedChunks
 from query.state_restore import load_snapshot
-from stores.deltas import encode_delta
+from stores.deltas import GraphDelta, encode_delta
+from stores.repo_state import RepoState
 from stores.state_files import StateFiles
-from stores.state_snapshot import canonical, capture
+from stores.state_snapshot import canonical, capture, decode, encode
 from tests.factories import neighborhood_snapshot, source_status
+from tests.unit.test_graph_patch import FILES, scanned
 from tests.unit.test_state_snapshot import fold, history, reader_fold
 
 
@@ -31,6 +35,25 @@ def seen(view: RepoView) -> tuple[object, ...]:
         {k: sorted(v) for k, v in sorted(retrieval.definers.items())},
         sorted(retrieval.sources),
     )
+
+
+def served(view: RepoView) -> bytes:
+    """The view's state as its answers read it: the chunks with the texts its packs
+    quote (the state's records keep none)."""
+    quoted = QuotedChunks(view.state.files, view.retrieval)
+    state = copy.copy(view.state)
+    state.files = {
+        p: r.model_copy(update={"chunks": tuple(quoted[p])}) if r.chunks else r
+        for p, r in view.state.files.items()
+    }
+    return canonical(state)
+
+
+def served_fold(deltas: list[GraphDelta]) -> bytes:
+    """The plain fold of ``deltas`` without references (the read side only counts them)."""
+    state: RepoState = reader_fold(deltas)
+    state.files = {p: r.model_copy(update={"references": ()}) for p, r in state.files.items()}
+    return canonical(state)
 
 
 def test_a_view_loaded_at_any_cut_then_fed_the_rest_reads_as_the_whole_fold() -> None:
@@ -70,11 +93,11 @@ def test_the_materializer_loads_the_snapshot_when_the_log_begins_past_it(tmp_pat
     feeder = Materializer(model, "127.0.0.1:1", end_offsets=None, state_files=files)  # type: ignore[arg-type]
     for delta in deltas[cut:]:  # an embedded broker restarted empty: the rest only
         feeder._apply(DEFAULT_TOPICS.graph_deltas, b"app-1", encode_delta(delta))
-    assert canonical(model.repos["app-1"].state) == canonical(reader_fold(deltas))
+    assert served(model.repos["app-1"]) == served_fold(deltas)
     # Deltas the snapshot covers, read again (a durable log from its start): no-ops.
     for delta in deltas:
         feeder._apply(DEFAULT_TOPICS.graph_deltas, b"app-1", encode_delta(delta))
-    assert canonical(model.repos["app-1"].state) == canonical(reader_fold(deltas))
+    assert served(model.repos["app-1"]) == served_fold(deltas)
 
 
 def test_without_a_snapshot_a_log_past_the_state_is_a_gap_that_changes_nothing(
@@ -105,7 +128,7 @@ async def test_a_snapshot_loaded_early_is_set_aside_when_the_log_holds_its_range
     assert model.repos["app-1"].state.seq == 10
     for delta in mine[10:]:
         feeder._apply(DEFAULT_TOPICS.graph_deltas, b"app-1", encode_delta(delta))
-    assert canonical(model.repos["app-1"].state) == canonical(reader_fold(mine))
+    assert served(model.repos["app-1"]) == served_fold(mine)
     # Another history from delta 1 (a durable log of a worker that started over): the log.
     _, theirs = fold(history(32, edits=8), clock=0.5)
     model = ReadModel(clock=lambda: 50.0)
@@ -116,5 +139,27 @@ async def test_a_snapshot_loaded_early_is_set_aside_when_the_log_holds_its_range
     for delta in theirs:
         feeder._apply(DEFAULT_TOPICS.graph_deltas, b"app-1", encode_delta(delta))
     view = model.repos["app-1"]
-    assert canonical(view.state) == canonical(reader_fold(theirs))
+    assert served(view) == served_fold(theirs)
     assert view.status is not None and view.status.last_seq == 1
+
+
+def test_a_replica_decodes_a_snapshot_without_building_its_references() -> None:
+    """A replica only counts a file's references: decoded as placeholders, the
+    snapshot loads the same view as one decoded whole."""
+    index, _ = scanned(FILES)
+    assert sum(len(r.references) for r in index.state.files.values()) >= 5
+    raw = encode(capture(index.state))
+    whole, counted = decode(raw), decode(raw, references=False)
+    for full, lean in zip(whole.files, counted.files, strict=True):
+        assert lean.references == (None,) * len(full.references)
+        assert lean.model_copy(update={"references": ()}) == full.model_copy(
+            update={"references": ()}
+        )
+    views = []
+    for snapshot in (whole, counted):
+        model = ReadModel(clock=lambda: 50.0)
+        assert load_snapshot(model, snapshot)
+        views.append(model.repos[snapshot.repo])
+    assert served(views[0]) == served(views[1])
+    assert views[0].references == views[1].references and any(views[1].references.values())
+    assert all(not r.references for r in views[1].state.files.values())
