@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from sys import intern
-from typing import Literal
+from typing import Any, Literal
 
 import structlog
 from pydantic import Field, TypeAdapter
@@ -172,10 +172,11 @@ _set = object.__setattr__
 
 
 def _share_strings(record: FileRecord) -> None:
-    """One string per value among a file's symbols and chunks: a symbol's chunk repeats
-    its qualified name, signature and docstring, and every chunk its file's path (JSON
-    decoding makes a string per occurrence)."""
-    pool = {record.path: record.path}
+    """One object per value among a file's symbols, chunks and sections: a symbol's chunk
+    repeats its qualified name, signature and docstring, every chunk its file's path, and
+    line numbers repeat (JSON decoding makes an object per occurrence; CPython shares
+    only the ints up to 256)."""
+    pool: dict[str, str] = {record.path: record.path}
     for fact, names in (
         *((symbol, _SYMBOL_TEXTS) for symbol in record.symbols),
         *((chunk, _CHUNK_TEXTS) for chunk in record.chunks),
@@ -184,22 +185,44 @@ def _share_strings(record: FileRecord) -> None:
             value = getattr(fact, name)
             if value is not None:
                 _set(fact, name, pool.setdefault(value, value))
+    for fact in (*record.symbols, *record.chunks, *record.sections):
+        _share_numbers(fact, _LINES, _INTS)
 
 
 _SYMBOL_TEXTS = ("qualname", "signature", "doc")
 _CHUNK_TEXTS = ("path", "qualname", "signature", "doc")
+_LINES = ("line_start", "line_end")
+
+POOLED_NUMBERS = 1 << 16
+"""How many distinct line numbers and weights decoding shares (a bound: the pools never
+grow with the history)."""
+_INTS: dict[int, int] = {}
+_FLOATS: dict[float, float] = {}
+
+
+def _share_numbers(fact: object, names: tuple[str, ...], pool: dict[Any, Any]) -> None:
+    for name in names:
+        value = getattr(fact, name)
+        held = pool.get(value)
+        if held is not None:
+            _set(fact, name, held)
+        elif value is not None and len(pool) < POOLED_NUMBERS:
+            pool[value] = value
 
 
 def _intern_ids(record: object) -> None:
     """One string per node id: JSON decoding gives every edge end its own copy of an id
     its node already holds (~80 bytes each, two per edge). Interned strings are freed
-    with their last holder. A decoded fact is its decoding's own until that returns, so
-    setting its slots here is not seen as a change by anyone."""
+    with their last holder. Weights and line numbers are shared too (`_share_numbers`).
+    A decoded fact is its decoding's own until that returns, so setting its slots here
+    is not seen as a change by anyone."""
     if isinstance(record, EdgeRecord):
         _set(record, "src", intern(record.src))
         _set(record, "dst", intern(record.dst))
+        _share_numbers(record, ("weight",), _FLOATS)
     elif isinstance(record, NodeRecord):
         _set(record, "id", intern(record.id))
+        _share_numbers(record, _LINES, _INTS)
 
 
 def encode_delta(delta: GraphDelta) -> bytes:

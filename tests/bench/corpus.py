@@ -54,38 +54,49 @@ def git(root: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def django_wheel(cache: Path = CACHE_DIR) -> Path:
-    """The cached django wheel, downloaded by pip on first use."""
+def package_wheel(name: str, cache: Path = CACHE_DIR) -> Path:
+    """The cached wheel of a pure-Python package, downloaded by pip on first use."""
     wheels = cache / "wheels"
-    found = sorted(wheels.glob("django-*-py3-none-any.whl"))
+    found = sorted(wheels.glob(f"{name}-*-py3-none-any.whl"))
     if not found:
         wheels.mkdir(parents=True, exist_ok=True)
         pip = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps"]
-        subprocess.run([*pip, "--only-binary=:all:", "django", "-d", str(wheels)], check=True)
-        found = sorted(wheels.glob("django-*-py3-none-any.whl"))
+        subprocess.run([*pip, "--only-binary=:all:", name, "-d", str(wheels)], check=True)
+        found = sorted(wheels.glob(f"{name}-*-py3-none-any.whl"))
     if not found:
-        raise RuntimeError(f"pip downloaded no django wheel into {wheels}")
+        raise RuntimeError(f"pip downloaded no {name} wheel into {wheels}")
     return found[-1]
 
 
-def django_repo(cache: Path = CACHE_DIR) -> Corpus:
-    """The django tree as a committed git repository (built once, then reused)."""
-    wheel = django_wheel(cache)
+def django_wheel(cache: Path = CACHE_DIR) -> Path:
+    """The cached django wheel, downloaded by pip on first use."""
+    return package_wheel("django", cache)
+
+
+def package_repo(name: str, cache: Path = CACHE_DIR) -> Corpus:
+    """The ``name/`` tree of the package's wheel as a committed git repository (built
+    once, then reused)."""
+    wheel = package_wheel(name, cache)
     version = wheel.name.split("-")[1]
-    root = cache / f"django-{version}-repo"
+    root = cache / f"{name}-{version}-repo"
     if not root.is_dir():
         # Built aside and renamed into place: a half-built repository is never reused.
         partial = root.with_name(root.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
         with zipfile.ZipFile(wheel) as archive:
-            members = [n for n in archive.namelist() if n.startswith("django/")]
+            members = [n for n in archive.namelist() if n.startswith(f"{name}/")]
             archive.extractall(partial, members)
         git(partial, "init", "-q", "-b", "main")
         git(partial, "add", "-A")
-        git(partial, "commit", "-q", "-m", f"django {version} from its wheel")
+        git(partial, "commit", "-q", "-m", f"{name} {version} from its wheel")
         partial.rename(root)
     return describe(root, version)
+
+
+def django_repo(cache: Path = CACHE_DIR) -> Corpus:
+    """The django tree as a committed git repository (built once, then reused)."""
+    return package_repo("django", cache)
 
 
 def describe(root: Path, version: str) -> Corpus:

@@ -1,8 +1,8 @@
 """``gazetteer up`` restarted on its data dir, against a cold ``up`` (issue 16).
 
-    python -m tests.bench.up_restart [--embedder none]
+    python -m tests.bench.up_restart [--corpus django|sympy] [--embedder none]
 
-On a private clone of the django corpus (`tests.bench.corpus`, from its wheel), three
+On a private clone of the django or sympy corpus (`tests.bench.corpus`, from its wheel), three
 runs of a real ``gazetteer up`` process with its embedded broker, one after the other,
 on one data dir and topic namespace:
 
@@ -29,11 +29,11 @@ from typing import Any
 import httpx
 
 from tests.bench import harness
-from tests.bench.corpus import clone, django_repo, git
+from tests.bench.corpus import clone, git, package_repo
 from tests.e2e.cli import Gazetteer
 
 NAME = "up_restart"
-CHANGED = "django/utils/text.py"
+CHANGED = {"django": "django/utils/text.py", "sympy": "sympy/core/basic.py"}
 MARK = "\n\ndef gazetteer_restart_probe():\n    return 'probe'\n"
 
 
@@ -54,7 +54,9 @@ def _wait(check: Any, timeout: float) -> float:
     raise TimeoutError(f"not reached within {timeout} s")
 
 
-def one_run(label: str, root: Path, data: Path, env: dict[str, str], timeout: float) -> dict:
+def one_run(
+    label: str, root: Path, data: Path, env: dict[str, str], timeout: float, changed: str
+) -> dict:
     head = git(root, "rev-parse", "HEAD")
     started = time.monotonic()
     up = Gazetteer(["up", str(root), "--port", "0"], data, **env)
@@ -74,7 +76,7 @@ def one_run(label: str, root: Path, data: Path, env: dict[str, str], timeout: fl
         rid = (_repository(url) or {})["repo"]
 
         def visible() -> bool:
-            detail = httpx.get(f"{url}/repositories/{rid}/files/{CHANGED}", timeout=10).json()
+            detail = httpx.get(f"{url}/repositories/{rid}/files/{changed}", timeout=10).json()
             return "gazetteer_restart_probe" in [s["name"] for s in detail.get("symbols", [])]
 
         visible_at = _wait(visible, timeout) if label == "one_changed" else None
@@ -105,21 +107,21 @@ def one_run(label: str, root: Path, data: Path, env: dict[str, str], timeout: fl
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    corpus = django_repo()
+    corpus, changed = package_repo(args.corpus), CHANGED[args.corpus]
     env = {
         "GAZETTEER_NAMESPACE": f"ur{uuid.uuid4().hex[:8]}",
         "GAZETTEER_LOG_FORMAT": "json",
         "GAZETTEER_EMBEDDER": args.embedder,
     }
     with tempfile.TemporaryDirectory(prefix="gz-up-restart-") as tmp:
-        work = clone(corpus, Path(tmp) / "django")
+        work = clone(corpus, Path(tmp) / args.corpus)
         data = Path(tmp) / "data"
-        runs = [one_run("cold", work.root, data, env, args.timeout)]
-        runs.append(one_run("unchanged", work.root, data, env, args.timeout))
-        path = work.root / CHANGED
+        runs = [one_run("cold", work.root, data, env, args.timeout, changed)]
+        runs.append(one_run("unchanged", work.root, data, env, args.timeout, changed))
+        path = work.root / changed
         path.write_text(path.read_text() + MARK)
         git(work.root, "commit", "-qam", "restart probe")
-        runs.append(one_run("one_changed", work.root, data, env, args.timeout))
+        runs.append(one_run("one_changed", work.root, data, env, args.timeout, changed))
     table = harness.markdown_table(
         [
             "run",
@@ -147,7 +149,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "benchmark": NAME,
         "machine": harness.machine(),
-        "corpus": {"name": "django", "version": corpus.version, "files": corpus.files},
+        "corpus": {"name": args.corpus, "version": corpus.version, "files": corpus.files},
         "embedder": args.embedder,
         "runs": runs,
         "table": table,
@@ -156,6 +158,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog=f"python -m tests.bench.{NAME}", description=__doc__)
+    parser.add_argument("--corpus", choices=sorted(CHANGED), default="django")
     parser.add_argument("--embedder", default="none", help="GAZETTEER_EMBEDDER of the runs")
     parser.add_argument("--timeout", type=float, default=600.0)
     args = parser.parse_args()

@@ -229,6 +229,7 @@ def test_decoded_edges_hold_their_nodes_own_id_strings(cut: bool) -> None:
     ids = {node.id: node.id for node in got.nodes_upserted}
     ends = [end for e in got.edges_upserted for end in (e.src, e.dst)]
     assert len(ends) == 12 and all(end is ids[end] for end in ends)
+    assert len({id(e.weight) for e in got.edges_upserted}) == 1  # one float for 1.0
 
 
 def test_decoded_files_hold_one_string_per_repeated_value() -> None:
@@ -236,7 +237,11 @@ def test_decoded_files_hold_one_string_per_repeated_value() -> None:
     docstring; decoded, each is one string (long ones too: pydantic caches short ones)."""
     path = "/".join(["package"] * 12) + "/module.py"
     doc = "Compute the thing, " * 8
-    text = f'class Widget:\n    def render(self, x):\n        """{doc}"""\n        return x\n'
+    padding = "".join(f"# line {i}\n" for i in range(300))  # lines past CPython's small ints
+    text = (
+        padding
+        + f'class Widget:\n    def render(self, x):\n        """{doc}"""\n        return x\n'
+    )
     index, stamp = RepoIndex("r"), Stamp(repo="r", producer="p")
     stamp.claimed(index)
     delta = index.handle(stamp.changed(path, text, origin="scan"), now=0.0)
@@ -247,3 +252,5 @@ def test_decoded_files_hold_one_string_per_repeated_value() -> None:
     assert symbol.doc is not None and len(symbol.doc) > 64 and chunk.doc == symbol.doc
     assert all(c.path is got.path for c in got.chunks)
     assert chunk.doc is symbol.doc and chunk.signature is symbol.signature
+    assert symbol.line_start > 256 and chunk.line_start == symbol.line_start
+    assert chunk.line_start is symbol.line_start and chunk.line_end is symbol.line_end
