@@ -198,6 +198,17 @@ def test_a_body_of_another_shape_is_rejected_as_invalid() -> None:
     with pytest.raises(SnapshotRejected) as rejected:
         decode(_framed(json.dumps(extra).encode(), seq=state.seq))
     assert rejected.value.reason == "invalid"
+    # a value of the wrong type, in a model and in a fact, is refused too
+    body = json.loads(state.model_dump_json())
+    assert body["files"] and body["edges"]
+    for broken in (
+        {**body, "files": [{**body["files"][0], "size": "large"}]},
+        {**body, "edges": [{**body["edges"][0], "weight": "heavy"}]},
+        {**body, "files": [{k: v for k, v in body["files"][0].items() if k != "lines"}]},
+    ):
+        with pytest.raises(SnapshotRejected) as rejected:
+            decode(_framed(json.dumps(broken).encode(), seq=state.seq))
+        assert rejected.value.reason == "invalid", broken
 
 
 def test_a_snapshot_of_other_records_or_with_a_changed_header_is_refused() -> None:
