@@ -104,7 +104,11 @@ def edges(args: argparse.Namespace) -> int:
     print(f"# {args.command} of {_where(page['node'])} {page['node']['name']}", file=sys.stderr)
     for e in page["items"]:
         other = e["other"]
-        print(f"{_where(other)}  {other['name']}  {e['kind']} {e['confidence']}  {e['weight']:g}")
+        site = f"  at {e['site_path']}:{e['site_line']}" if e["site_line"] else ""
+        print(
+            f"{_where(other)}  {other['name']}  {e['kind']} {e['confidence']}  "
+            f"{e['weight']:g}{site}"
+        )
     _footer(page)
     return 0
 

@@ -19,7 +19,6 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
-import httpx
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
@@ -163,10 +162,13 @@ async def serve_stdio(url: str) -> None:
 
     The tools come from this installation's own API document, so the server starts
     and lists them even before the service is up (a call then says it is unreachable);
-    that document is made at the first ``tools/list`` or call, not before
-    ``initialize`` is answered (`Tools`).
+    that document is made at the first ``tools/list`` or call, and the HTTP client at
+    the first call, not before ``initialize`` is answered (`Tools`, `OverHttp`).
     """
-    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
-        server = create_server(OverHttp(client), Tools(api_operations))
+    answers = OverHttp(url)  # its HTTP client made at the first call
+    try:
+        server = create_server(answers, Tools(api_operations))
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
+    finally:
+        await answers.aclose()

@@ -41,9 +41,17 @@ class EdgeOut(BaseModel):
         description="import, same_file, same_folder, structural or name_match (a guess)"
     )
     weight: float = Field(description="how many references the edge stands for")
+    site_path: str | None = Field(
+        description="the file of the call site: the source's (the caller's, for a call)"
+    )
+    site_line: int | None = Field(
+        description="the call site: the first line of site_path where a reference behind "
+        "the edge is written (the first call, of several); None for edges no reference "
+        "makes (imports, structure)"
+    )
     line_start: int | None = Field(
-        description="the call site: where the other end is written (the caller, for a "
-        "call); the read side keeps no reference lines"
+        description="the enclosing symbol of the call site: the source's lines (the "
+        "caller's, for a call)"
     )
     line_end: int | None
 

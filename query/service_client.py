@@ -4,15 +4,20 @@ The stdio MCP server (`serve_stdio`) and the CLI's ``search`` and ``context`` ve
 which ask a service running in another process, both go through here, so both report
 a refusal with the service's own message (404 unknown repository, 409 no neighborhoods
 yet, 422 bad arguments) and an unreachable service in one sentence.
+
+httpx is imported by the functions that send, not by this module: the stdio MCP server
+imports `QueryError` to answer ``initialize`` and needs httpx only at its first tool
+call (issue 20: httpx and its client are 0.1 s of CPU of a one-second handshake).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 
 class QueryError(Exception):
@@ -37,6 +42,8 @@ async def get_json(
     client: httpx.AsyncClient, path: str, params: Mapping[str, object] | None = None
 ) -> Any:
     """GET ``path``; None-valued parameters are left out, as if not given."""
+    import httpx
+
     try:
         response = await client.get(path, params=_given(params))
     except httpx.HTTPError as exc:
@@ -46,6 +53,8 @@ async def get_json(
 
 async def post_json(client: httpx.AsyncClient, path: str, body: Mapping[str, object]) -> Any:
     """POST ``body`` as JSON to ``path`` (``impact``: a diff does not fit a query string)."""
+    import httpx
+
     try:
         response = await client.post(path, json=body)
     except httpx.HTTPError as exc:
@@ -55,6 +64,8 @@ async def post_json(client: httpx.AsyncClient, path: str, body: Mapping[str, obj
 
 def post_json_now(client: httpx.Client, path: str, body: Mapping[str, object]) -> Any:
     """`post_json` with a synchronous client, for the CLI's ``impact``."""
+    import httpx
+
     try:
         response = client.post(path, json=body)
     except httpx.HTTPError as exc:
@@ -67,6 +78,8 @@ def get_json_now(
 ) -> Any:
     """`get_json` with a synchronous client: the CLI's one-shot verbs start no event loop
     (asyncio and anyio are a tenth of their 0.5 s budget, issue 20)."""
+    import httpx
+
     try:
         response = client.get(path, params=_given(params))
     except httpx.HTTPError as exc:

@@ -366,6 +366,16 @@ class EdgeRecord(Fact):
     confidence: Literal["import", "same_file", "same_folder", "name_match", "structural"] = (
         "structural"
     )
+    # One int, not the lines of every reference: 8 bytes an edge (issue 20; sympy holds
+    # 328 k edges), and the first site is where a reader starts.
+    line: int | None = Field(
+        default=None,
+        ge=1,
+        description="the call site: the first line of the source's file where a reference "
+        "behind the edge is written (CALLS, USES, REFERENCES from a symbol, and a test "
+        "function's TESTS), or a class's line for EXTENDS and IMPLEMENTS; None for edges "
+        "no reference makes (structure, imports, file to file)",
+    )
 
     @property
     def key(self) -> tuple[str, str, str]:

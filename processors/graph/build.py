@@ -91,6 +91,7 @@ def file_patch(
         tally = old.copy()
         tally.uses = uses
     touched: dict[EdgeKey, int] = {}
+    relines: set[EdgeKey] = set()
     for question in dict.fromkeys(questions):
         was, now = old.uses.get(question, ()), uses.get(question, ())
         if not (was or now):
@@ -100,7 +101,10 @@ def file_patch(
         if was != now or before != after:
             if tally is old:
                 tally = old.copy()
-            tally.swap((was, before), (now, after), touched)
+            tally.swap((was, before), (now, after), touched, relines)
+    if relines:
+        answered = resolver.answers.answers
+        tally.reline(relines, lambda q: answered[q].targets if q in answered else resolver.ask(q))
     changes = tally.patch(touched)
     if tally is old and resolver.binds is previous.binds:
         resolver.answers.tally = tally  # nor do the edges between files change
@@ -185,5 +189,12 @@ def _structure(record: FileRecord, edges: dict[EdgeKey, EdgeRecord]) -> None:
 
 def _put(edges: dict[EdgeKey, EdgeRecord], src: str, dst: str, kind: str) -> None:
     # Three per symbol: built trusted (stores.records.trusted), not validated again.
-    values = {"src": src, "dst": dst, "kind": kind, "weight": 1.0, "confidence": "structural"}
+    values = {
+        "src": src,
+        "dst": dst,
+        "kind": kind,
+        "weight": 1.0,
+        "confidence": "structural",
+        "line": None,
+    }
     edges[(src, dst, kind)] = trusted(EdgeRecord, values)

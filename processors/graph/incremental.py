@@ -319,5 +319,11 @@ def _edge_key(edge: EdgeRecord) -> EdgeKey:
 
 def _same_edge(old: EdgeRecord | None, new: EdgeRecord) -> bool:
     """Equality of two edges of one key, without pydantic's field-by-field ``__eq__``
-    (a measured third of a hub deletion's diff)."""
-    return old is not None and old.weight == new.weight and old.confidence == new.confidence
+    (a measured third of a hub deletion's diff); an edge whose call site moved (lines
+    inserted above it) differs, and is upserted as a fresh build has it."""
+    return (
+        old is not None
+        and old.weight == new.weight
+        and old.confidence == new.confidence
+        and old.line == new.line
+    )

@@ -3,10 +3,11 @@
 Each distinct question of a file (answers.py) is used by references alike in scope,
 qualifier, name and kind, or by base-class declarations; each use adds its count, at the
 confidence of each target, to the tally of an edge key. An edge weighs the sum of its
-tally and carries the strongest confidence in it. The file-to-file edges (IMPORTS,
-REFERENCES, TESTS) follow from the bindings and from counters the same contributions
-keep: ``into`` (structural references per file) and ``tested`` (a test file's qualifying
-reference edges per file).
+tally and carries the strongest confidence in it, and the first line of the file where a
+reference behind it is written (its call site: the smallest line of its uses, issue 20).
+The file-to-file edges (IMPORTS, REFERENCES, TESTS) follow from the bindings and from
+counters the same contributions keep: ``into`` (structural references per file) and
+``tested`` (a test file's qualifying reference edges per file).
 
 A fresh build adds every question's contribution; a dependent whose facts did not change
 takes back the old answer's contribution and adds the new one, for the questions whose
@@ -18,6 +19,7 @@ fresh build of the same answers holds.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from processors.graph.answers import Question, Target
@@ -27,19 +29,25 @@ from stores.projections.ids import external_id, file_id, is_test_path, path_of, 
 from stores.records import EdgeRecord, FileRecord, NodeRecord, trusted
 
 EdgeKey = tuple[str, str, str]
-Use = tuple[str, str, int]  # (source node, edge kind, how many references ask)
+# (source node, edge kind, how many references ask, the first line one is written on)
+Use = tuple[str, str, int, int]
 Attrs = tuple[float, str]  # an edge's weight and confidence
 REFERENCE_EDGE = {"call": "CALLS", "type": "USES", "use": "REFERENCES"}
 STRUCTURAL = frozenset({"import", "same_file", "same_folder"})
 TESTED_KINDS = frozenset({"CALLS", "USES", "IMPORTS", "REFERENCES"})
 
-# A tally packs one count per confidence rank into an int, 32 bits each: weight and
-# strongest confidence read off it, and adding or taking back a use is one addition.
+# A tally packs into an int the edge's first line (its lowest 32 bits) and one count per
+# confidence rank above it, 32 bits each: weight, strongest confidence and line read off
+# it, adding or taking back a use is one addition (and a line's minimum), and a tally
+# that changed in its line only differs as one whose counts changed (`patch`). Packed
+# with the counts, a line costs a tally one more digit of its int (4 bytes), where a dict
+# of lines beside it would cost an entry per edge.
 _BITS = 32
 _MASK = (1 << _BITS) - 1
 _CONFIDENCES = tuple(sorted(RANK, key=RANK.__getitem__))
-_SHIFT = {confidence: _BITS * rank for confidence, rank in RANK.items()}
-_STRUCTURAL_BITS = (1 << (_BITS * RANK["name_match"])) - 1  # any count but name matches
+_SHIFT = {confidence: _BITS * (rank + 1) for confidence, rank in RANK.items()}
+# any count but name matches
+_STRUCTURAL_BITS = ((1 << (_BITS * RANK["name_match"])) - 1) << _BITS
 
 
 @dataclass(slots=True)
@@ -59,18 +67,43 @@ class FileTally:
 
     def add(self, uses: tuple[Use, ...], targets: tuple[Target, ...]) -> None:
         """A fresh contribution (a fresh build's: ``tested`` follows in ``edges``)."""
-        _contribute(self, uses, targets, 1, None)
+        _contribute(self, uses, targets, 1, None, None)
 
     def swap(
         self,
         before: tuple[tuple[Use, ...], tuple[Target, ...]],
         after: tuple[tuple[Use, ...], tuple[Target, ...]],
         touched: dict[EdgeKey, int],
+        relines: set[EdgeKey],
     ) -> None:
         """Replace one question's contribution (its uses, its answer's targets) with
-        another; ``touched`` keeps each key's tally from before the first swap."""
-        _contribute(self, *before, -1, touched)
-        _contribute(self, *after, 1, touched)
+        another; ``touched`` keeps each key's tally from before the first swap,
+        ``relines`` collects the keys that lost the use their line came from (`reline`)."""
+        _contribute(self, *before, -1, touched, relines)
+        _contribute(self, *after, 1, touched, relines)
+
+    def reline(
+        self, keys: set[EdgeKey], targets_of: Callable[[Question], tuple[Target, ...]]
+    ) -> None:
+        """Give ``keys`` (still in the tally) the smallest line of their uses once more,
+        after the uses their line came from were taken back; ``targets_of``: each
+        question's targets now. A pass over the file's uses, made only when a taken-back
+        use held a line that other uses of its edge still stand behind (an edit that
+        moved lines, a question answered elsewhere now)."""
+        keys = {key for key in keys if key in self.tally}
+        if not keys:
+            return
+        first: dict[EdgeKey, int] = {}
+        for question, uses in self.uses.items():
+            targets = targets_of(question)
+            for src, kind, _, line in uses:
+                for target in targets:
+                    key = (src, target.node, kind)
+                    if key in keys and line < first.get(key, line + 1):
+                        first[key] = line
+        for key, line in first.items():
+            packed = self.tally[key]
+            self.tally[key] = packed - (packed & _MASK) + line
 
     def edges(self) -> dict[EdgeKey, EdgeRecord]:
         """Every reference and inheritance edge (and TESTS from test functions); counts
@@ -113,7 +146,7 @@ class FileTally:
         if key[2] == "CALLS" and key[0] != file_id(self.path) and _is_test_function(key[0]):
             if after:
                 tests = (key[0], key[1], "TESTS")
-                out[tests] = _edge(tests, 1.0, _confidence(now))
+                out[tests] = _edge(tests, 1.0, _confidence(now), now & _MASK or None)
             elif before:
                 out[(key[0], key[1], "TESTS")] = None
 
@@ -142,22 +175,33 @@ def uses_of(record: FileRecord, nodes: dict[str, NodeRecord]) -> dict[Question, 
     """The file's questions, references first (in order of first use), then the bases
     and interfaces its declarations name, each with the edges it stands for."""
     path, fid = record.path, file_id(record.path)
-    groups = Counter((r.scope, r.qualifier, r.name, r.kind) for r in record.references)
+    groups: dict[tuple[str | None, str | None, str, str], list[int]] = {}
+    for r in record.references:
+        group = (r.scope, r.qualifier, r.name, r.kind)
+        found = groups.get(group)
+        if found is None:
+            groups[group] = [1, r.line]
+        else:
+            found[0] += 1
+            if r.line < found[1]:
+                found[1] = r.line
     uses: dict[Question, list[Use]] = {}
     sources: dict[str | None, str] = {}
-    for (scope, qualifier, name, ref_kind), count in groups.items():
+    for (scope, qualifier, name, ref_kind), (count, line) in groups.items():
         src = sources.get(scope)
         if src is None:
             sid = symbol_id(path, scope) if scope else None
             src = sources[scope] = sid if sid is not None and sid in nodes else fid
-        use = (src, REFERENCE_EDGE[ref_kind], count)
+        use = (src, REFERENCE_EDGE[ref_kind], count, line)
         uses.setdefault(("ref", qualifier, name, scope), []).append(use)
     for sym in record.symbols:
         sid = symbol_id(path, sym.qualname)
         for kind, written in [("EXTENDS", b) for b in sym.bases] + [
             ("IMPLEMENTS", i) for i in sym.implements
         ]:
-            uses.setdefault(("type", None, written, sym.parent), []).append((sid, kind, 1))
+            # the declaration's line: where a class names its bases
+            use = (sid, kind, 1, sym.line_start)
+            uses.setdefault(("type", None, written, sym.parent), []).append(use)
     return {question: tuple(found) for question, found in uses.items()}
 
 
@@ -167,9 +211,13 @@ def _contribute(
     targets: tuple[Target, ...],
     sign: int,
     touched: dict[EdgeKey, int] | None,
+    relines: set[EdgeKey] | None,
 ) -> None:
+    """Add (``sign`` 1) or take back (-1) the uses' counts on each target's edge key; a
+    key added to takes the smaller line, one that loses the use its line came from but
+    keeps other uses goes to ``relines`` (`FileTally.reline`)."""
     counts, into = tally.tally, tally.into
-    for src, kind, count in uses:
+    for src, kind, count, line in uses:
         for target in targets:
             if target.node == src:
                 continue  # recursion is not a dependency
@@ -178,7 +226,13 @@ def _contribute(
             if touched is not None:
                 touched.setdefault(key, packed)
             packed += sign * (count << _SHIFT[target.confidence])
-            if packed:
+            if packed >> _BITS:  # a count left
+                first = packed & _MASK
+                if sign > 0:
+                    if not first or line < first:
+                        packed += line - first
+                elif line == first and relines is not None:
+                    relines.add(key)
                 counts[key] = packed
             else:
                 del counts[key]
@@ -190,24 +244,31 @@ def _contribute(
 
 def _confidence(packed: int) -> str:
     for rank, confidence in enumerate(_CONFIDENCES):
-        if (packed >> (_BITS * rank)) & _MASK:
+        if (packed >> (_BITS * (rank + 1))) & _MASK:
             return confidence
     raise ValueError("an empty tally has no confidence")
 
 
 def tally_edge(key: EdgeKey, packed: int) -> EdgeRecord:
     """The edge a tally stands for: the weight its counts sum to, the strongest
-    confidence with a count."""
-    weight = sum((packed >> (_BITS * rank)) & _MASK for rank in range(len(_CONFIDENCES)))
-    return _edge(key, float(weight), _confidence(packed))
+    confidence with a count, its first line."""
+    weight = sum((packed >> (_BITS * (rank + 1))) & _MASK for rank in range(len(_CONFIDENCES)))
+    return _edge(key, float(weight), _confidence(packed), packed & _MASK or None)
 
 
-def _edge(key: EdgeKey, weight: float, confidence: str) -> EdgeRecord:
+def _edge(key: EdgeKey, weight: float, confidence: str, line: int | None = None) -> EdgeRecord:
     """Built as `trusted`: the keys are node ids, the confidence one of RANK's (an
     EdgeRecord validated: 3.8 us; pydantic's ``model_construct``: 6.0)."""
     return trusted(
         EdgeRecord,
-        {"src": key[0], "dst": key[1], "kind": key[2], "weight": weight, "confidence": confidence},
+        {
+            "src": key[0],
+            "dst": key[1],
+            "kind": key[2],
+            "weight": weight,
+            "confidence": confidence,
+            "line": line,
+        },
     )
 
 

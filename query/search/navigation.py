@@ -8,9 +8,10 @@ resolves to symbol nodes by their simple name (``Adjacency.named``), an exact qu
 match first (``BytesParser.parse`` before ``AddressHeader.parse``), then a qualified
 suffix match, then any symbol of that simple name, each group by path then id.
 
-Call sites: an edge records no line, and the read side keeps no references (they were
-half its memory: query/read_model.py `_without_references`), so an edge's lines are
-those of the symbol at its other end, the caller's lines for a call.
+Call sites: the read side keeps no references (they were half its memory:
+query/read_model.py `_without_references`), so a call site is the line its edge carries
+(`EdgeRecord.line`: the first reference behind it, which the worker keeps), in the
+file of the symbol that calls, whose own lines are the enclosing symbol's.
 """
 
 from __future__ import annotations

@@ -52,8 +52,9 @@ def node_out(adjacency: Adjacency, node_id: str) -> NodeOut:
 
 
 def edge_out(adjacency: Adjacency, edge: EdgeRecord, incoming: bool) -> EdgeOut:
-    """An edge seen from the node asked about; the call site is where the calling end
-    is written (the caller for an incoming call, the node itself for an outgoing one)."""
+    """An edge seen from the node asked about; the call site is the edge's first line in
+    the calling end's file, and its enclosing symbol the calling end (the caller for an
+    incoming call, the node itself for an outgoing one)."""
     other = node_out(adjacency, edge.src if incoming else edge.dst)
     site = other if incoming else node_out(adjacency, edge.src)
     return EdgeOut(
@@ -61,6 +62,8 @@ def edge_out(adjacency: Adjacency, edge: EdgeRecord, incoming: bool) -> EdgeOut:
         kind=edge.kind,
         confidence=edge.confidence,
         weight=edge.weight,
+        site_path=site.path,
+        site_line=edge.line,
         line_start=site.line_start,
         line_end=site.line_end,
     )

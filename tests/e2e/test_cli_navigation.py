@@ -28,7 +28,9 @@ def test_the_navigation_verbs_print_one_line_per_item(url: str) -> None:
     assert found.stderr.startswith("# 1 of 1; index ")
     callers = run_cli("callers", "app-1", "send", "--path", "app/sessions.py", "--url", url)
     assert callers.returncode == 0, callers.stderr
-    assert callers.stdout == "tests/test_sessions.py:L3-4  test_send  CALLS name_match  1\n"
+    assert callers.stdout == (
+        "tests/test_sessions.py:L3-4  test_send  CALLS name_match  1  at tests/test_sessions.py:4\n"
+    )
     hops = run_cli("path", "app-1", "tests/test_sessions.py", "app/models.py", "--url", url)
     assert hops.stdout == (
         "tests/test_sessions.py:L1-4  test_sessions.py\n"

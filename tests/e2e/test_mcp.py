@@ -120,6 +120,14 @@ async def test_gazetteer_mcp_serves_the_tools_over_stdio(url: str) -> None:
         assert found.structured_content == http(url, "/repositories/app-1/search", q=QUESTION)
         missing = await client.call_tool("neighborhood", {"repo": "app-1", "nid": "n-none"})
         assert "no neighborhood 'n-none'" in error_text(missing)
+        callers = await client.call_tool(
+            "callers", {"repo": "app-1", "symbol": "send", "path": "app/sessions.py"}
+        )
+        assert callers.structured_content is not None
+        assert [  # the call site: test_send's call, line 4
+            (e["other"]["id"], e["site_path"], e["site_line"], e["line_start"])
+            for e in callers.structured_content["items"]
+        ] == [("sym:tests/test_sessions.py:test_send", "tests/test_sessions.py", 4, 3)]
         # The POST tool: its arguments are the body the stdio server posts.
         body = {"symbols": ["Session.send"], "depth": 1}
         impact = await client.call_tool("impact", {"repo": "app-1", **body})

@@ -55,8 +55,10 @@ NOT_IMPORTED: dict[str, set[str]] = {
     "serve": {"faust", "tree_sitter", "qdrant_client", "onnxruntime"},
     "ranking": WEB | INDEXING | {"qdrant_client", "onnxruntime"},
     "eval": WEB | {"faust", "aiokafka", "qdrant_client", "onnxruntime"},
-    # The stdio MCP server: the SDK (which brings starlette and uvicorn) and httpx.
-    "mcp": INDEXING | {"fastapi", "aiokafka", "qdrant_client", "onnxruntime", "numpy"},
+    # The stdio MCP server: the SDK (which brings starlette and uvicorn); httpx only at
+    # its first tool call.
+    "mcp": INDEXING
+    | {"fastapi", "aiokafka", "qdrant_client", "onnxruntime", "numpy", "httpx", "httpcore"},
     # The query verbs print an answer: httpx, nothing else heavy.
     "search": HEAVY - {"httpx"},
     "context": HEAVY - {"httpx"},
@@ -163,7 +165,8 @@ INITIALIZE = {
 
 def test_mcp_answers_initialize_before_it_imports_the_query_service() -> None:
     """The stdio server's handshake needs the SDK, not the API document the tools come
-    from: that is made at the first tools/list or call (query/mcp_tools.py `Tools`)."""
+    from (made at the first tools/list or call: query/mcp_tools.py `Tools`) nor an HTTP
+    client (made at the first call: query/mcp_answers.py `OverHttp`)."""
     modules, out = modules_after(
         "import deploy.cli\ndeploy.cli.main(['mcp', '--url', 'http://127.0.0.1:9'])\n",
         stdin=json.dumps(INITIALIZE) + "\n",  # then end of input: the server stops
@@ -172,6 +175,7 @@ def test_mcp_answers_initialize_before_it_imports_the_query_service() -> None:
     assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "gazetteer"
     assert {"query.api", "query.service", "query.read_model"} & modules == set()
     assert {name.split(".")[0] for name in modules} & NOT_IMPORTED["mcp"] == set()
+    assert {"httpx", "httpcore", "h11", "h2", "certifi"} & modules == set()
 
 
 def test_the_constants_written_out_for_the_parser_match_their_sources() -> None:

@@ -62,8 +62,13 @@ def names(files: dict[str, bytes], suffix: str) -> list[bytes]:
 
 
 def mutate(rng: random.Random, data: bytes, suffix: str, defined: list[bytes]) -> bytes:
-    """Rename a definition, add one that shadows another file's, or add a call."""
-    choice = rng.randrange(3)
+    """Rename a definition, add one that shadows another file's, add a call, or insert
+    lines above some (the call sites below move: issue 20's edge lines)."""
+    choice = rng.randrange(4)
+    if choice == 3:
+        starts = [0] + [i + 1 for i, byte in enumerate(data) if byte == ord("\n")]
+        at = rng.choice(starts)
+        return data[:at] + b"\n" * rng.randint(1, 3) + data[at:]
     matches = list(DEF[suffix].finditer(data))
     if choice == 0 and matches:
         m = rng.choice(matches)

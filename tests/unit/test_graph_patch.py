@@ -167,9 +167,11 @@ def test_a_body_edit_patches_the_references_it_adds() -> None:
 
 def test_an_edge_built_from_a_tally_sums_its_counts_at_the_strongest_confidence() -> None:
     key = (APP, HELPER, "CALLS")
-    packed = (2 << 32) + 3  # 3 by import, 2 in the same file
+    packed = (2 << 64) + (3 << 32) + 7  # 3 by import, 2 in the same file, first at line 7
     built = tally_edge(key, packed)
-    validated = EdgeRecord(src=APP, dst=HELPER, kind="CALLS", weight=5.0, confidence="import")
+    validated = EdgeRecord(
+        src=APP, dst=HELPER, kind="CALLS", weight=5.0, confidence="import", line=7
+    )
     assert built == validated and validated == built
     assert hash(built) == hash(validated)
     assert built.model_dump_json() == validated.model_dump_json()
@@ -274,3 +276,86 @@ def test_an_edge_between_files_is_the_record_its_attributes_say() -> None:
     validated = EdgeRecord(src=TEST, dst="ext:pkg", kind="IMPORTS")
     assert built == validated and hash(built) == hash(validated)
     assert built.model_dump_json() == validated.model_dump_json()
+
+
+SITES = {
+    "pkg/__init__.py": "",
+    "pkg/util.py": "def helper():\n    return 1\n",
+    "pkg/app.py": (
+        "from pkg.util import helper\n"
+        "from pkg import util\n"
+        "\n\n"
+        "def run():\n"
+        "    helper()\n"  # line 6: the first call
+        "    return util.helper()\n"  # line 7: the same edge, another question
+    ),
+}
+
+
+def test_a_call_edge_carries_its_first_call_site_and_follows_it_exactly() -> None:
+    """run calls helper twice (``helper()`` at line 6, ``util.helper()`` at 7): one CALLS
+    edge of weight 2 at line 6. Lines inserted above the call move it, and the delta
+    upserts the edge whose only change is its line (patched: the imports alike; and
+    resolved afresh: lines inserted above the imports); deleting the first call gives the
+    edge the second's line (the use its line came from taken back). Each step equals a
+    fresh build."""
+    index, s = scanned(SITES)
+    files = dict(SITES)
+
+    def run_calls() -> set[tuple[str, str, str, float, int | None]]:
+        return {
+            (e.src, e.dst, e.kind, e.weight, e.line)
+            for e in index.state.edges.values()
+            if e.src == RUN and e.kind == "CALLS"
+        }
+
+    assert run_calls() == {(RUN, HELPER, "CALLS", 2.0, 6)}
+    app = SITES["pkg/app.py"]
+    steps = [
+        (app.replace("\n\ndef run", "\n\n# one\n# two\ndef run"), 2.0, 8),  # patched
+        ("# above the imports\n" + app, 2.0, 7),  # the imports moved: resolved afresh
+        (app.replace("    helper()\n", "    pass\n"), 1.0, 7),  # the second call's line
+        (app, 2.0, 6),
+    ]
+    for step, (text, weight, line) in enumerate(steps):
+        files["pkg/app.py"] = text
+        delta = index.handle(s.changed("pkg/app.py", text), now=1.0)
+        assert delta is not None
+        assert [
+            (e.src, e.dst, e.kind, e.weight, e.line)
+            for e in delta.edges_upserted
+            if e.kind == "CALLS"
+        ] == [(RUN, HELPER, "CALLS", weight, line)], f"step {step}"
+        assert run_calls() == {(RUN, HELPER, "CALLS", weight, line)}, f"step {step}"
+        assert graph(index) == graph(scanned(files)[0]), f"step {step}"
+
+
+def test_a_dependent_whose_first_site_resolves_elsewhere_takes_the_next_site() -> None:
+    """app.py's run calls helper at line 6 (through pkg's re-export) and util.helper at
+    7: one edge, line 6. When pkg re-exports another helper, app.py (unchanged) is
+    patched: the edge keeps the second call only, so its line is 7, and the first call
+    makes an edge of its own at 6; re-exporting util's again joins them at 6."""
+    files = {
+        "pkg/__init__.py": "from pkg.util import helper\n",
+        "pkg/util.py": "def helper():\n    return 1\n",
+        "pkg/other.py": "def helper():\n    return 2\n",
+        "app.py": (
+            "from pkg import helper\nfrom pkg import util\n\n\n"
+            "def run():\n    helper()\n    return util.helper()\n"
+        ),
+    }
+    run, other = "sym:app.py:run", "sym:pkg/other.py:helper"
+    index, s = scanned(files)
+    steps = [
+        ("from pkg.other import helper\n", [(run, other, 1.0, 6), (run, HELPER, 1.0, 7)]),
+        ("from pkg.util import helper\n", [(run, HELPER, 2.0, 6)]),
+    ]
+    for step, (text, calls) in enumerate(steps):
+        files["pkg/__init__.py"] = text
+        delta = index.handle(s.changed("pkg/__init__.py", text), now=1.0)
+        assert delta is not None
+        upserted = [
+            (e.src, e.dst, e.weight, e.line) for e in delta.edges_upserted if e.kind == "CALLS"
+        ]
+        assert upserted == calls, f"step {step}"
+        assert graph(index) == graph(scanned(files)[0]), f"step {step}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from query.navigation_schemas import EdgePage
 from query.read_model import ReadModel
 from query.service import NotFound, QueryService
 from tests.unit.test_query_service import indexed
@@ -35,6 +36,16 @@ MAIL = {
         "from mail.feed import feed\n\n\ndef test_feed():\n    assert feed(b'x')\n"
     ),
 }
+SITES = {
+    "lib/util.py": "def helper():\n    return 1\n",
+    "app/main.py": (
+        "from lib.util import helper\n\n\n"
+        "def run(x):\n"
+        "    y = helper()\n"  # line 5: the first call
+        "    return helper() + y\n"
+    ),
+}
+"""helper called twice by run, from another file: one edge, its call site line 5."""
 SPOKES = 51
 """Files importing one core: its file node has 51 connections, above the hub floor (50)."""
 HUB = {
@@ -51,6 +62,7 @@ def model() -> ReadModel:
     model = ReadModel(clock=lambda: 1002.0)
     indexed("mail", MAIL, model, clustered=False)
     indexed("hub", HUB, model, clustered=False)
+    indexed("sites", SITES, model, clustered=False)
     return model
 
 
@@ -104,6 +116,30 @@ def test_callers_and_callees_with_each_edges_confidence(service: QueryService) -
         ("sym:mail/headers.py:AddressHeader.parse", "name_match"),
     ]
     assert (of_feed.total, of_feed.next_offset) == (4, 2)
+
+
+def test_an_edge_gives_its_first_call_site_and_the_enclosing_symbols_lines(
+    service: QueryService,
+) -> None:
+    """Callers, callees and references answer where the call is written (app/main.py
+    line 5, the first of run's two calls) beside the enclosing symbol's lines (run's)."""
+
+    def seen(page: EdgePage) -> list[tuple[object, ...]]:
+        return [
+            (e.other.id, e.kind, e.weight, e.site_path, e.site_line, e.line_start, e.line_end)
+            for e in page.items
+        ]
+
+    run = ("sym:app/main.py:run", "CALLS", 2.0, "app/main.py", 5, 4, 6)
+    assert seen(service.callers("sites", "helper")) == [run]
+    assert seen(service.references("sites", "helper")) == [run]
+    assert seen(service.callees("sites", "run")) == [
+        ("sym:lib/util.py:helper", "CALLS", 2.0, "app/main.py", 5, 4, 6)
+    ]
+    imports = service.references("sites", "lib/util.py")
+    assert [(e.other.id, e.kind, e.site_line) for e in imports.items] == [
+        ("file:app/main.py", "IMPORTS", None)  # no reference makes it: no call site
+    ]
 
 
 def test_references_are_every_edge_in_but_structure(service: QueryService) -> None:

@@ -23,8 +23,11 @@ def test_the_routes_answer_definitions_callers_paths_and_neighbors() -> None:
     callers = http.get(
         "/repositories/app-1/callers", params={"symbol": "send", "path": "app/sessions.py"}
     ).json()
-    assert [(e["other"]["id"], e["kind"], e["confidence"]) for e in callers["items"]] == [
-        ("sym:tests/test_sessions.py:test_send", "CALLS", "name_match")
+    assert [
+        (e["other"]["id"], e["kind"], e["confidence"], e["site_path"], e["site_line"])
+        for e in callers["items"]
+    ] == [
+        ("sym:tests/test_sessions.py:test_send", "CALLS", "name_match", "tests/test_sessions.py", 4)
     ]
     assert (callers["total"], callers["next_offset"]) == (1, None)
     path = http.get(

@@ -58,6 +58,7 @@ SAMPLES: list[tuple[type[Fact], dict[str, object]]] = [
             "kind": "CALLS",
             "weight": 2.0,
             "confidence": "import",
+            "line": 12,
         },
     ),
 ]
@@ -82,7 +83,7 @@ def test_a_trusted_record_is_the_validated_one(cls: type[Fact], values: dict[str
 
 
 def test_a_fact_is_slotted_frozen_and_strict() -> None:
-    """A fact holds its fields' slots and nothing else (an edge: 72 bytes, where the
+    """A fact holds its fields' slots and nothing else (an edge: 80 bytes, where the
     model kept a ``__dict__`` and a fields-set: 272 with them)."""
     cls, values = SAMPLES[2]
     edge = trusted(cls, dict(values))
