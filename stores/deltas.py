@@ -220,6 +220,7 @@ def _intern_ids(record: object) -> None:
         _set(record, "src", intern(record.src))
         _set(record, "dst", intern(record.dst))
         _share_numbers(record, ("weight",), _FLOATS)
+        _share_numbers(record, ("line",), _INTS)  # the call site's
     elif isinstance(record, NodeRecord):
         _set(record, "id", intern(record.id))
         _share_numbers(record, _LINES, _INTS)
