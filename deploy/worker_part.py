@@ -12,6 +12,7 @@ from collections.abc import Callable
 import faust
 import structlog
 
+from deploy.broker_watch import BrokerReset
 from deploy.dense_setup import worker_fill
 from deploy.metrics_server import metrics_served, report_consumer_lag
 from deploy.parts import run_part, stop_on_signals, supervise
@@ -58,13 +59,27 @@ async def run_worker(
     With GAZETTEER_EMBED_IN=worker it embeds its repositories into ``vectors`` (tests
     share one store object with the query service), else into GAZETTEER_QDRANT_URL."""
     fill = worker_fill(settings, vectors)
+    running: list[faust.App] = []
 
     async def generation(its_stop: asyncio.Event, recovery: Recovery) -> None:
-        await _worker_generation(settings, cluster, its_stop, recovery, on_started, fill)
+        await _worker_generation(settings, cluster, its_stop, recovery, on_started, fill, running)
+
+    def detected(reset: BrokerReset) -> None:
+        # The stopping generation still writes its last snapshots; none may reach the
+        # recreated state-snapshots topic (tests/integration/test_broker_reset.py).
+        for app in running:
+            keeper = app.gazetteer_state  # type: ignore[attr-defined]
+            if keeper is not None:
+                keeper.stop_publishing(f"broker reset: {reset.reason}")
 
     async with metrics_served(settings):
         await recover_in_place(
-            "worker", cluster.watch, stop, generation, ensure_topics=ensurer(settings, cluster)
+            "worker",
+            cluster.watch,
+            stop,
+            generation,
+            ensure_topics=ensurer(settings, cluster),
+            on_detected=detected,
         )
 
 
@@ -75,8 +90,10 @@ async def _worker_generation(
     recovery: Recovery,
     on_started: Callable[[faust.App], None] | None,
     fill: DenseFill | None,
+    running: list[faust.App],
 ) -> None:
-    """One faust app, from its start until ``stop``: fresh in-memory indexes and tables."""
+    """One faust app, from its start until ``stop``: fresh in-memory indexes and tables;
+    in ``running`` while it runs."""
     datadir = run_dir(settings, "worker")
     config = WorkerConfig(
         app_id=settings.app_id,
@@ -109,6 +126,7 @@ async def _worker_generation(
         publish_state=not cluster.tansu if publish is None else publish,
     )
     await app.start()
+    running.append(app)
     log.info("worker_started", app_id=settings.app_id)
     recovery.done(app_id=settings.app_id)
     if on_started is not None:
@@ -144,5 +162,6 @@ async def _worker_generation(
             log.warning("worker_stop_timed_out", after_s=settings.session_timeout_s * 2)
         if keeper is not None:
             await keeper.flush()
+        running.remove(app)
         shutil.rmtree(datadir, ignore_errors=True)
         log.info("worker_stopped")

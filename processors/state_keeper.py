@@ -108,6 +108,14 @@ class StateKeeper:
             )
         )
 
+    def stop_publishing(self, reason: str) -> None:
+        """Write the snapshots on file only from now on: the broker came back empty, and
+        this state belongs to the topics that are gone. Published on the recreated topic,
+        it would start the next worker and every replica from the old history."""
+        if self.publish is not None:
+            self.publish = None
+            log.warning("state_snapshots_unpublished", reason=reason)
+
     async def tick(self) -> None:
         """Write the snapshots that are due (skipped while a write is under way)."""
         await self._turns.tick(lambda: self.due(self.clock()), self._write)
