@@ -178,11 +178,35 @@ async def run_up(
 ) -> Supervisor | None:
     """Run until ``stop``; raises `deploy.supervisor.GaveUpError` if a part keeps
     crashing."""
+    # Bound first, so that a port taken (a second `up`) is said in the first lines.
+    sock = listen(settings.host, settings.port)
+    note = port_note(settings.host, settings.port, sock.getsockname()[1])
+    if note is not None:
+        print(note, flush=True)
+        log.warning("port_taken", preferred=settings.port, port=sock.getsockname()[1])
+    try:
+        return await _run_up(settings, roots, stop, sock)
+    finally:
+        sock.close()
+
+
+def port_note(host: str, preferred: int, bound: int) -> str | None:
+    """What `up` says when the port asked for was taken and another was bound."""
+    if not preferred or bound == preferred:
+        return None
+    return (
+        f"Port {preferred} on {host} is taken (another `gazetteer up`?): "
+        f"serving on port {bound} instead."
+    )
+
+
+async def _run_up(
+    settings: Settings, roots: Sequence[Path], stop: asyncio.Event, sock: socket.socket
+) -> Supervisor | None:
     async with _broker(settings, stop) as broker:
         if stop.is_set():
             return None
         bootstrap = settings.bootstrap or (broker.bootstrap if broker else "")
-        sock = listen(settings.host, settings.port)
         url = f"http://{settings.host}:{sock.getsockname()[1]}"
         announced = False
 
@@ -208,10 +232,7 @@ async def run_up(
         supervisor = Supervisor(
             specs, policy=RestartPolicy(), check=_broker_check(broker) if broker else None
         )
-        try:
-            await supervisor.run(stop)
-        finally:
-            sock.close()
+        await supervisor.run(stop)
         return supervisor
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from deploy.settings import Settings
 from deploy.supervisor import ChildSpec, GaveUpError, RestartPolicy, Supervisor
-from deploy.up import child_specs, unless_stopped
+from deploy.up import child_specs, port_note, unless_stopped
 from tests.e2e.cli import pid_alive
 
 POLICY = RestartPolicy(max_restarts=3, window_s=60.0, backoff_s=0.5, backoff_cap_s=1.5)
@@ -150,3 +150,12 @@ async def _wait_for(check, within: float = 30.0):  # type: ignore[no-untyped-def
         assert asyncio.get_running_loop().time() < deadline, "timed out"
         await asyncio.sleep(0.02)
     return value
+
+
+def test_up_says_when_its_port_was_taken() -> None:
+    assert port_note("127.0.0.1", 8765, 8765) is None
+    assert port_note("127.0.0.1", 0, 41234) is None  # any port was asked for
+    note = port_note("127.0.0.1", 8765, 41234)
+    assert note == (
+        "Port 8765 on 127.0.0.1 is taken (another `gazetteer up`?): serving on port 41234 instead."
+    )
