@@ -66,6 +66,16 @@ PATH_ARGUMENTS: Mapping[str, str] = {
     "nid": "a neighborhood id, as `neighborhoods` lists them (ids survive reclustering)",
 }
 
+COMMON_ARGUMENTS: Mapping[str, str] = {
+    "offset": "how many items of the listing to skip (paging; `total` says how many there are)",
+    "limit": "how many items to return at most",
+    "language": "only files of this language: python, javascript, typescript, tsx, go, java, rust",
+    "max_hops": "the longest path to look for, in edges",
+    "min_size": "only neighborhoods of at least this many files",
+}
+"""The descriptions of the paging and filter arguments the routes share, where the
+route itself gives none: every argument of a tool is described."""
+
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
@@ -148,7 +158,10 @@ def body_schema(openapi: Mapping[str, Any], op: Mapping[str, Any]) -> Mapping[st
 
 def argument_schema(parameter: Mapping[str, Any]) -> dict[str, Any]:
     schema = {k: v for k, v in parameter["schema"].items() if k != "title"}
-    description = parameter.get("description") or PATH_ARGUMENTS.get(parameter["name"])
+    name = parameter["name"]
+    description = (
+        parameter.get("description") or PATH_ARGUMENTS.get(name) or COMMON_ARGUMENTS.get(name)
+    )
     if description:
         schema["description"] = description
     return schema

@@ -26,6 +26,7 @@ from mcp.types import (
     INVALID_PARAMS,
     CallToolRequestParams,
     CallToolResult,
+    ContentBlock,
     ListToolsResult,
     PaginatedRequestParams,
     TextContent,
@@ -74,10 +75,23 @@ async def call(answers: Answers, op: Operation, arguments: Mapping[str, Any]) ->
         answer = await answers(op, arguments)
     except QueryError as exc:
         return failure(exc.message)
-    return CallToolResult(
-        content=[TextContent(type="text", text=json.dumps(answer, ensure_ascii=False))],
-        structured_content=answer,
-    )
+    return CallToolResult(content=readable(op, answer), structured_content=answer)
+
+
+def readable(op: Operation, answer: Any) -> list[ContentBlock]:
+    """What the agent reads of an answer: its JSON; a context pack's text as it is, for
+    the agent to read directly (inside JSON, escaped, a 1,500-token pack cost ~2,100),
+    then the rest of the answer (confidence, files, freshness) as JSON."""
+    if op.tool == PACK_TOOL and isinstance(answer, dict) and isinstance(answer.get("text"), str):
+        rest = {k: v for k, v in answer.items() if k != "text"}
+        return [
+            TextContent(type="text", text=answer["text"]),
+            TextContent(type="text", text=json.dumps(rest, ensure_ascii=False)),
+        ]
+    return [TextContent(type="text", text=json.dumps(answer, ensure_ascii=False))]
+
+
+PACK_TOOL = "context"
 
 
 def failure(message: str) -> CallToolResult:

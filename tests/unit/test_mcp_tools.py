@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,7 +18,7 @@ from pydantic_core import PydanticUndefined
 from query.api import create_api, gate_of
 from query.mcp_answers import OverHttp
 from query.mcp_http import InProcess, arguments_model
-from query.mcp_operations import TOOLS, Operation, operations
+from query.mcp_operations import COMMON_ARGUMENTS, TOOLS, Operation, operations
 from query.mcp_tools import Tools, call
 from query.read_model import ReadModel
 from query.service import QueryService
@@ -240,3 +241,30 @@ async def test_the_impact_tool_posts_its_arguments_as_the_body(
             ("tests/test_sessions.py", "graph", 0)
         ]
         assert answer["freshness"]["indexed_commit"] == "c1"
+
+
+def test_every_argument_of_every_tool_is_described() -> None:
+    openapi = create_api(ReadModel(), ready=lambda: True).openapi()
+    found = {
+        (op.tool, name): schema.get("description")
+        for op in operations(openapi)
+        for name, schema in op.input_schema["properties"].items()
+    }
+    assert len(found) > 100
+    assert [key for key, description in found.items() if not description] == []
+    assert found[("files", "offset")] == COMMON_ARGUMENTS["offset"]
+
+
+async def test_a_context_pack_reaches_the_agent_as_its_text_not_escaped_json(
+    over_http: tuple[OverHttp, InProcess, dict[str, Operation]],
+) -> None:
+    _, in_process, ops = over_http
+    pack = await call(in_process, ops["context"], {"repo": "app-1", "symbol": "Session.send"})
+    answer = pack.structured_content
+    assert answer is not None and "\n" in answer["text"]
+    first, rest = pack.content
+    assert getattr(first, "text", None) == answer["text"]  # as is: no escaping
+    assert json.loads(getattr(rest, "text", "")) == {k: v for k, v in answer.items() if k != "text"}
+    other = await call(in_process, ops["definition"], {"repo": "app-1", "name": "Session.send"})
+    (only,) = other.content  # every other answer: its JSON
+    assert json.loads(getattr(only, "text", "")) == other.structured_content
