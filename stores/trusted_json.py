@@ -13,9 +13,8 @@ The JSON is decoded by msgspec into a mirror of the contract: the facts
 model as a msgspec struct of the same fields, rebuilt as the model by
 `stores.records.trusted`. msgspec still checks every value's type as it decodes (a
 string where an int belongs is an error) and refuses a model's unknown or missing
-field. A django/db snapshot (122 files, 12 MB of JSON) decodes in ~160 ms against
-~570 with ``json.loads`` and a converter per field (tests/bench notes in
-docs/PERFORMANCE.md).
+field. A django/db snapshot (122 files, 12 MB of JSON) decodes in 82 ms against 574
+with ``json.loads`` and a converter per field (best of 5; docs/PERFORMANCE.md).
 
 Supported field types: facts, models, ``tuple[X, ...]``, ``X | None``, and str, int,
 float, bool and Literal values; a field of any other type (a union of models) is kept
