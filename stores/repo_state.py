@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 from stores.deltas import CommitRecord, GraphDelta, LeaseRecord, SourceMark
+from stores.edge_table import EdgeKey, EdgeTable, owner_path, reindex
 from stores.records import EdgeRecord, FileRecord, NodeRecord
 
-EdgeKey = tuple[str, str, str]
-K = TypeVar("K", str, EdgeKey)
+__all__ = ["EdgeKey", "FencedLease", "RepoState", "owner_path"]
 
 RECENT_COMMITS = 200
 """How many observed commits a state keeps (a bound, not a history store)."""
@@ -34,44 +33,16 @@ class FencedLease:
     last_seq: int
 
 
-def owner_path(node_id: str) -> str | None:
-    """What owns a node or an edge from it: the file of ``file:a.py`` and ``sym:a.py:X``;
-    ``/folder`` for a folder node ``dir:folder`` (file paths never start with '/');
-    nothing for external modules, which live as long as an edge points at them."""
-    if node_id.startswith("file:"):
-        return node_id[5:]
-    if node_id.startswith("sym:"):
-        return node_id[4:].split(":", 1)[0]
-    if node_id.startswith("dir:"):
-        return "/" + node_id[4:]
-    return None
-
-
-def _note(changes: dict[str, set[K]], owner: str | None, key: K) -> None:
+def _note(changes: dict[str, set[str]], owner: str | None, key: str) -> None:
     if owner is not None:
         changes.setdefault(owner, set()).add(key)
-
-
-def _reindex(
-    index: dict[str, tuple[K, ...]], gone: dict[str, set[K]], new: dict[str, set[K]]
-) -> None:
-    """Each touched owner's keys rebuilt once: a tuple costs 8 bytes a key where a set
-    cost ~45 (sympy's owner indexes: 43.5 MB with sets). New keys go last, in sorted
-    order, so the index does not depend on a set's iteration order."""
-    for owner in gone.keys() | new.keys():
-        dropped = gone.get(owner, ())
-        kept = [k for k in index.get(owner, ()) if k not in dropped]
-        kept.extend(sorted(new.get(owner, ())))
-        if kept:
-            index[owner] = tuple(kept)
-        else:
-            index.pop(owner, None)
 
 
 @dataclass
 class RepoState:
     """A repository's materialized state: its files' records, the graph's nodes and edges
-    (indexed by the file that owns them, so a file's change removes exactly its own), the
+    (indexed by the file that owns them, so a file's change removes exactly its own; the
+    edges as each node's list of those out of it, `stores.edge_table.EdgeTable`), the
     last delta applied (``seq``), the commit the state reflects, recent commits and the
     lease. Changed only by `apply`; the worker and every query replica hold one per
     repository, folded from the same deltas."""
@@ -79,8 +50,7 @@ class RepoState:
     repo: str
     files: dict[str, FileRecord] = field(default_factory=dict)
     nodes: dict[str, NodeRecord] = field(default_factory=dict)
-    edges: dict[tuple[str, str, str], EdgeRecord] = field(default_factory=dict)
-    edges_by_owner: dict[str, tuple[EdgeKey, ...]] = field(default_factory=dict)
+    edges: EdgeTable = field(default_factory=EdgeTable)
     nodes_by_owner: dict[str, tuple[str, ...]] = field(default_factory=dict)
     seq: int = 0
     source: SourceMark | None = None
@@ -109,10 +79,7 @@ class RepoState:
             self.files.pop(path, None)
         for record in delta.files_upserted:
             self.files[record.path] = record
-        gone_edges: dict[str, set[EdgeKey]] = {}
-        for key in delta.edges_removed:
-            if self.edges.pop(key, None) is not None:
-                _note(gone_edges, owner_path(key[0]), key)
+        self.edges.apply(delta.edges_removed, delta.edges_upserted)
         gone_nodes: dict[str, set[str]] = {}
         for node_id in delta.nodes_removed:
             if self.nodes.pop(node_id, None) is not None:
@@ -122,14 +89,7 @@ class RepoState:
             if node.id not in self.nodes:
                 _note(new_nodes, owner_path(node.id), node.id)
             self.nodes[node.id] = node
-        new_edges: dict[str, set[EdgeKey]] = {}
-        for edge in delta.edges_upserted:
-            key = edge.key  # one tuple for the dict and the owner's keys (64 bytes an edge)
-            if key not in self.edges:
-                _note(new_edges, owner_path(edge.src), key)
-            self.edges[key] = edge
-        _reindex(self.edges_by_owner, gone_edges, new_edges)
-        _reindex(self.nodes_by_owner, gone_nodes, new_nodes)
+        reindex(self.nodes_by_owner, gone_nodes, new_nodes)
         if delta.commit is not None:
             self.commits.append(delta.commit)
         if delta.indexed_commit is not None:
@@ -151,7 +111,7 @@ class RepoState:
         return True
 
     def owned_edges(self, path: str) -> list[EdgeRecord]:
-        return [self.edges[k] for k in sorted(self.edges_by_owner.get(path, ()))]
+        return self.edges.owned(path)
 
     def owned_nodes(self, path: str) -> list[NodeRecord]:
         return [self.nodes[i] for i in sorted(self.nodes_by_owner.get(path, ()))]

@@ -95,7 +95,7 @@ def capture(
         source=state.source,
         files=tuple(state.files[p] for p in sorted(state.files)),
         nodes=tuple(state.nodes[i] for i in sorted(state.nodes)),
-        edges=tuple(state.edges[k] for k in sorted(state.edges)),
+        edges=tuple(sorted(state.edges.values(), key=lambda e: (e.src, e.dst, e.kind))),
         indexed_commit=state.indexed_commit,
         branch=state.branch,
         indexed_at=state.indexed_at,

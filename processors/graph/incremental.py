@@ -17,6 +17,7 @@ its imports changed, or after a restore) is diffed against all it owned.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import chain
 
 from processors.graph.answers import FileAnswers
 from processors.graph.bindings import BindingsCache
@@ -192,14 +193,12 @@ class IncrementalGraph:
         ``new_nodes``; ``patched`` holds the only edges of other files that may differ
         (None: none now)."""
         old_nodes = {i for p in node_owners for i in state.nodes_by_owner.get(p, ())}
-        old_edges = {k for p in owners for k in state.edges_by_owner.get(p, ())}
-        edges = state.edges
+        old_edges = {k for p in owners for k in state.edges.owned_keys(p)}
+        held = state.edges.lookup(chain(new_edges, patched))  # each source's list read once
         removed = [k for k in old_edges if k not in new_edges]
-        removed += [k for k, e in patched.items() if e is None and k in edges]
-        upserted = [e for k, e in new_edges.items() if not _same_edge(edges.get(k), e)]
-        upserted += [
-            e for k, e in patched.items() if e is not None and not _same_edge(edges.get(k), e)
-        ]
+        removed += [k for k, e in patched.items() if e is None and held[k] is not None]
+        upserted = [e for k, e in new_edges.items() if not _same_edge(held[k], e)]
+        upserted += [e for k, e in patched.items() if e is not None and not _same_edge(held[k], e)]
         edges_removed = sorted(removed)
         edges_upserted = sorted(upserted, key=_edge_key)
         nodes_removed = sorted(i for i in old_nodes if i not in new_nodes)
@@ -208,7 +207,7 @@ class IncrementalGraph:
             if key[1].startswith("ext:"):
                 net[key[1]] = net.get(key[1], 0) - 1
         for edge in edges_upserted:
-            if edge.dst.startswith("ext:") and edge.key not in edges:
+            if edge.dst.startswith("ext:") and held[edge.key] is None:
                 net[edge.dst] = net.get(edge.dst, 0) + 1
                 if edge.dst not in state.nodes:
                     name = edge.dst[4:]
@@ -233,11 +232,14 @@ class IncrementalGraph:
     def count_externals(self, state: RepoState, delta: GraphDelta) -> None:
         """Before ``state.apply(delta)``: keep the count of edges into external nodes."""
         refs = self._external_refs
+        keys = [k for k in delta.edges_removed if k[1].startswith("ext:")]
+        keys += [e.key for e in delta.edges_upserted if e.dst.startswith("ext:")]
+        held = state.edges.lookup(keys)
         for key in delta.edges_removed:
-            if key[1].startswith("ext:") and key in state.edges:
+            if key[1].startswith("ext:") and held[key] is not None:
                 refs[key[1]] -= 1
         for edge in delta.edges_upserted:
-            if edge.dst.startswith("ext:") and edge.key not in state.edges:
+            if edge.dst.startswith("ext:") and held[edge.key] is None:
                 refs[edge.dst] = refs.get(edge.dst, 0) + 1
         for node in [n for n, count in refs.items() if count <= 0]:
             del refs[node]

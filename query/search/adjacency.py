@@ -1,10 +1,10 @@
 """The graph of one repository state, indexed for walking; kept up to date delta by delta.
 
-RepoState keeps edges by key and by owning file, but a walk needs every node's edges in
-both directions. `Adjacency.of(state)` builds that once, the read model folds each delta
-into it after (`Adjacency.apply`, adjacency_fold.py), and it answers the questions
-retrieval asks of a node: its callers, callees, imports, importers, tests, symbols and
-siblings, and how connected it is.
+RepoState keeps each node's edges out of it (`stores.edge_table.EdgeTable`), but a walk
+needs every node's edges in both directions. `Adjacency.of(state)` adds the other once,
+the read model folds each delta into it after (`Adjacency.apply`, adjacency_fold.py),
+and it answers the questions retrieval asks of a node: its callers, callees, imports,
+importers, tests, symbols and siblings, and how connected it is.
 
 Connections. A node's degree is the number of distinct nodes linked with it by a
 dependency edge (IMPORTS, CALLS, USES, REFERENCES, EXTENDS, IMPLEMENTS, TESTS) in either
@@ -26,9 +26,11 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from query.search.adjacency_fold import Before, fold_edges, fold_names, threshold_of
+from query.search.adjacency_fold import Before, fold_names, threshold_of
 from query.search.named_tests import name_linked_tests
 from stores.deltas import GraphDelta
+from stores.edge_lists import fold_edges
+from stores.edge_table import EdgeTable
 from stores.projections.hubs import HUB_FLOOR, HUB_PERCENTILE
 from stores.projections.ids import file_id, path_of
 from stores.records import EdgeRecord, NodeRecord
@@ -82,11 +84,13 @@ class Adjacency:
 
     Built once, in one pass over the edges (django's 75,000: 47 ms), then kept up to date
     by `apply` as each delta is folded (the read model does it: RepoView.adjacency), so
-    an answer after an edit pays for the edit, not for a rebuild. Its lists hold the
-    state's own records (references, not copies: a list slot per edge and direction)
-    and ``nodes`` is the state's dict. The per-node orders are sorted when first asked
-    for and kept until a delta touches the node, since a query reads a few dozen nodes
-    of thousands. Changed only by `apply`, like the RepoState it follows."""
+    an answer after an edit pays for the edit, not for a rebuild. Its lists out of each
+    node are the state's own (``out`` is `EdgeTable.out`), its lists into each node hold
+    the same records (a list slot per edge), and ``nodes`` is the state's dict. The order
+    of a list into a node is not an answer (every reader sorts it or counts it). The
+    per-node orders are sorted when first asked for and kept until a delta touches the
+    node, since a query reads a few dozen nodes of thousands. Changed only by `apply`,
+    like the RepoState it follows."""
 
     __slots__ = (
         "_edges",
@@ -114,12 +118,12 @@ class Adjacency:
         names: dict[str, tuple[str, ...]],
         seq: int = 0,
         *,
-        edges: Mapping[tuple[str, str, str], EdgeRecord],
+        edges: EdgeTable,
         q: float = HUB_PERCENTILE,
         floor: int = HUB_FLOOR,
     ) -> None:
         self.nodes = nodes
-        self._edges = edges  # the state's own dict, read by `before`
+        self._edges = edges  # the state's own table, read by `before`
         self.out = out
         self.into = into
         self.degrees = degrees
@@ -136,7 +140,6 @@ class Adjacency:
     def of(
         cls, state: RepoState, *, q: float = HUB_PERCENTILE, floor: int = HUB_FLOOR
     ) -> Adjacency:
-        out: defaultdict[str, list[EdgeRecord]] = defaultdict(list)
         into: defaultdict[str, list[EdgeRecord]] = defaultdict(list)
         neighbours: defaultdict[str, set[str]] = defaultdict(set)
         # `_traversable` inlined and no setdefault's empty lists: the same lists, 65 -> 47
@@ -144,7 +147,6 @@ class Adjacency:
         kinds = DEPENDENCY_KINDS
         for edge in state.edges.values():
             src, dst = edge.src, edge.dst
-            out[src].append(edge)
             into[dst].append(edge)
             if edge.kind in kinds and src != dst and edge.confidence != "name_match":
                 neighbours[src].add(dst)
@@ -156,7 +158,7 @@ class Adjacency:
         return cls(
             nodes=state.nodes,
             edges=state.edges,
-            out=dict(out),
+            out=state.edges.out,
             into=dict(into),
             degrees={n: len(others) for n, others in neighbours.items()},
             names={name: tuple(sorted(ids)) for name, ids in names.items()},
@@ -187,14 +189,15 @@ class Adjacency:
         keys = (*delta.edges_removed, *(e.key for e in delta.edges_upserted))
         return Before(
             nodes={node_id: self.nodes.get(node_id) for node_id in node_ids},
-            edges={key: self._edges.get(key) for key in keys},
+            edges=self._edges.lookup(keys),
         )
 
     def apply(self, delta: GraphDelta, before: Before) -> None:
         """Fold ``delta``, just applied to the state this follows (``before`` taken just
         before it was): afterwards every answer is the one `of` would give."""
+        # The lists out of each node are the state's, which applied the delta already.
         folded = fold_edges(
-            self.out, self.into, delta.edges_removed, delta.edges_upserted, before.edges
+            None, self.into, delta.edges_removed, delta.edges_upserted, before.edges
         )
         for node in folded.sources:
             self._sorted.pop((node, True), None)

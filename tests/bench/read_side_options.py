@@ -323,7 +323,7 @@ def bench_graph(state: RepoState) -> dict[str, Any]:
     """The graph as records in dicts plus Adjacency, against numpy columns and CSR."""
     part = Partition()
     part.add("nodes", [state.nodes])
-    part.add("edges", [state.edges, state.edges_by_owner, state.nodes_by_owner])
+    part.add("edges", [state.edges, state.nodes_by_owner])
     records_mb = part.total / 1e6
     adjacency, adj_mb, adj_s = traced(lambda: Adjacency.of(state))
 

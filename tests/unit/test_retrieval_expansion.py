@@ -10,6 +10,7 @@ from processors.indexer import RepoIndex
 from query.search.adjacency import Adjacency
 from query.search.expansion import Expanded, entity_seeds, expand, seeds_for_names
 from query.search.traversal import Visit, bfs, dfs, shortest_path
+from stores.edge_table import EdgeTable
 from stores.records import EdgeRecord, NodeRecord
 from stores.repo_state import RepoState
 from tests.factories import Stamp
@@ -46,12 +47,15 @@ def graph(*edges: tuple) -> RepoState:
     """A hand-built state: (src, dst[, kind[, weight[, confidence]]]) edges, CALLS of
     weight 1 resolved by import unless said otherwise."""
     state = RepoState("r")
+    records = []
     for src, dst, *rest in edges:
         kind, weight, confidence = [*rest, *("CALLS", 1.0, "import")[len(rest) :]][:3]
         for node in (src, dst):
             state.nodes.setdefault(node, NodeRecord(id=node, kind="FUNCTION", name=node))
-        edge = EdgeRecord(src=src, dst=dst, kind=kind, weight=weight, confidence=confidence)
-        state.edges[edge.key] = edge
+        records.append(
+            EdgeRecord(src=src, dst=dst, kind=kind, weight=weight, confidence=confidence)
+        )
+    state.edges = EdgeTable.of(records)
     return state
 
 
