@@ -13,6 +13,7 @@ this class indexes the texts as a delta brings them and keeps them packed by fil
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 
@@ -44,7 +45,9 @@ class RepoRetrieval:
         self.sparse = SparseIndex()
         self.chunks: dict[str, ChunkRecord] = {}
         self.texts = ChunkTexts()
-        self.definers: dict[str, set[str]] = {}
+        # name -> the files defining it, sorted: a tuple costs 48 bytes for one file where
+        # a set cost 216 (sympy: 23 k names, 6.3 -> ~1.5 MB)
+        self.definers: dict[str, tuple[str, ...]] = {}
         self.sources: set[str] = set()
         # path -> (its chunks' content hashes, the names it defines, its chunk ids)
         self._files: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
@@ -88,7 +91,11 @@ class RepoRetrieval:
         for chunk in kept.chunks:
             self.chunks[chunk.id] = chunk
         for name in names:
-            self.definers.setdefault(name, set()).add(record.path)
+            held_by = list(self.definers.get(name, ()))
+            at = bisect_left(held_by, record.path)
+            if at == len(held_by) or held_by[at] != record.path:
+                held_by.insert(at, record.path)
+                self.definers[name] = tuple(held_by)
         self._files[record.path] = (hashes, names, tuple(c.id for c in record.chunks))
 
     def remove(self, path: str) -> None:
@@ -103,11 +110,11 @@ class RepoRetrieval:
         for chunk_id in held[2]:
             self.chunks.pop(chunk_id, None)
         for name in held[1]:
-            files = self.definers.get(name)
-            if files is not None:
-                files.discard(path)
-                if not files:
-                    del self.definers[name]
+            files = tuple(p for p in self.definers.get(name, ()) if p != path)
+            if files:
+                self.definers[name] = files
+            else:
+                self.definers.pop(name, None)
 
     def search(
         self,

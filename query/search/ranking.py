@@ -45,7 +45,7 @@ import functools
 import math
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence, Set
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
 from query.search.frames import innermost_frames
@@ -174,7 +174,7 @@ def module_path(path: str) -> str | None:
 def rank(
     question: str,
     sparse: SparseIndex,
-    definers: Mapping[str, Set[str]],
+    definers: Mapping[str, Collection[str]],
     paths: Set[str],
     *,
     importance: Mapping[str, float] | None = None,

@@ -57,10 +57,11 @@ def word_tokens(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-@lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=1 << 14)
 def _split(word: str) -> tuple[str, ...]:
     # Identifiers repeat across a code base: caching the split keeps tokenizing a
-    # regex scan plus dictionary hits.
+    # regex scan plus dictionary hits. 16,384 words (~5 MB) hit 97.7% of sympy's fold
+    # where 65,536 (~21 MB, a read side's largest fixed cost) hit 98.1%.
     parts = [p.lower() for p in _PART.findall(word)]
     whole = "".join(parts)
     tokens: list[str] = []

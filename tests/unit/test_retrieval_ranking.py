@@ -97,7 +97,7 @@ def test_changes_replace_a_files_chunks_and_names_and_deletes_remove_them() -> N
         delta = index.handle(event, now=1.0)
         assert delta is not None
         found.apply(delta)
-    assert found.definers == {"beta_handler": {"a.py"}}
+    assert found.definers == {"beta_handler": ("a.py",)}
     assert set(found.chunks) == {"a.py#beta_handler"}
     delta = index.handle(stamp.deleted("a.py"), now=1.0)
     assert delta is not None
