@@ -13,7 +13,11 @@ A file is where a fix lands; a function is what an agent reads first. The file r
   interface) has the score of the chunk that holds its lines;
 - ``named``: the question names it, by its qualname (``Session.resolve_redirects``) or
   by its name (at least `MIN_SYMBOL_CHARS` long), over how many candidates bear that
-  name.
+  name;
+- ``frame``: a stack trace quoted in the question has a frame in it: its file's name
+  and its own name (Python's ``File "x/y.py", line 3, in name``, IPython's and pytest's
+  frames; Java's ``at a.b.Class.name(Class.java:3)``; JavaScript's ``at Cls.name
+  (x/y.js:3:5)``).
 
 The score is the weighted sum (`FunctionWeights`); ties by file rank, then line, then
 qualname. Pure: records and scores in, a bounded list out.
@@ -21,6 +25,8 @@ qualname. Pure: records and scores in, a bounded list out.
 
 from __future__ import annotations
 
+import posixpath
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -41,6 +47,29 @@ class FunctionWeights:
     file: float = 1.0
     text: float = 1.0
     named: float = 0.5
+    frame: float = 0.5
+
+
+_FRAMES = re.compile(
+    r'File "(?P<py>[^"\n]+)", line \d+, in (?P<py_name>[\w<>]+)'
+    r"|File (?P<ipy>[~\w./\\-]+\.py):\d+, in (?P<ipy_name>\w+)"
+    r"|^(?P<pt>[\w./\\-]+\.py):\d+: in (?P<pt_name>\w+)"
+    r"|^\s*at [\w$.]*?(?P<java_name>[\w$<>]+)\((?P<java>[\w$]+\.java):\d+\)"
+    r"|^\s*at (?:new )?(?:[\w$.<>]*\.)?(?P<js_name>[\w$]+) \((?:file://)?(?P<js>[\w./\\@~-]+\.\w+):\d+",
+    re.M,
+)
+
+
+def framed(question: str) -> frozenset[tuple[str, str]]:
+    """(file name, function name) of every frame of the stack traces in ``question``."""
+    found = set()
+    for match in _FRAMES.finditer(question):
+        groups = {k: v for k, v in match.groupdict().items() if v}
+        names = [v for k, v in groups.items() if k.endswith("_name")]
+        files = [v for k, v in groups.items() if not k.endswith("_name")]
+        if names and files:
+            found.add((posixpath.basename(files[0].replace("\\", "/")), names[0]))
+    return frozenset(found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +103,8 @@ def rank_functions(
     weights = weights or FunctionWeights()
     if not files or limit <= 0:
         return []
-    said = mentions(question_read(question))
+    read = question_read(question)
+    said, frames = mentions(read), framed(read)
     top_file = files[0].score if files[0].score > 0 else 1.0
     found: list[tuple[int, SymbolRecord, float, float]] = []
     for place, ranked in enumerate(files):
@@ -94,12 +124,15 @@ def rank_functions(
             signals["named"] = 1.0
         elif len(symbol.name) >= MIN_SYMBOL_CHARS and symbol.name in said.identifiers:
             signals["named"] = 1.0 / bearing[symbol.name]
+        path = files[place].path
+        if (posixpath.basename(path), symbol.name) in frames:
+            signals["frame"] = 1.0
         score = (
             weights.file * signals["file"]
             + weights.text * signals["text"]
             + weights.named * signals.get("named", 0.0)
+            + weights.frame * signals.get("frame", 0.0)
         )
-        path = files[place].path
         function = RankedFunction(
             path, symbol.qualname, score, symbol.line_start, symbol.line_end, signals
         )

@@ -9,7 +9,7 @@ import pytest
 
 from deploy.eval_functions import Gold, score
 from deploy.eval_peer import FunctionPeer
-from query.search.function_ranking import rank_functions
+from query.search.function_ranking import framed, rank_functions
 from query.search.ranking import RankedFile
 from query.search.sparse import SparseIndex
 from stores.records import ChunkRecord, SymbolRecord
@@ -170,3 +170,39 @@ def test_an_instance_counts_when_all_its_gold_functions_are_in_the_top_k() -> No
     assert rows["all"]["scored"] == 3
     assert rows["all"]["Acc@10"] == pytest.approx(66.67)
     assert list(rows) == ["Go", "Rust", "all"]
+
+
+TRACE = """Traceback (most recent call last):
+  File "/venv/site-packages/shop/b.py", line 3, in parse_total
+    return total(x)
+  File "/venv/site-packages/shop/a.py", line 25, in <module>
+    at com.acme.shop.Cart.checkout(Cart.java:42)
+    at Object.helper (lib/util.js:3:1)
+src/shop/c.py:12: in collect
+"""
+
+
+def test_frames_are_read_as_file_names_and_function_names() -> None:
+    assert framed(TRACE) == {
+        ("b.py", "parse_total"),
+        ("a.py", "<module>"),
+        ("Cart.java", "checkout"),
+        ("util.js", "helper"),
+        ("c.py", "collect"),
+    }
+
+
+def test_a_function_in_a_frame_of_the_question_is_lifted() -> None:
+    ranked = rank_functions(TRACE, FILES, SYMBOLS, CHUNKS, {"b.py#parse_total": 2.0})
+    # parse_total: file 1/2, text 1, named ("in parse_total"), frame 0.5; the best
+    # file's named functions ("Cart.checkout", "total(x)", "Object.helper") tie, in
+    # line order
+    assert [(f.key, f.score) for f in ranked] == [
+        ("b.py::parse_total", 2.5),
+        ("a.py::Cart", 1.5),
+        ("a.py::Cart.total", 1.5),
+        ("a.py::helper", 1.5),
+        ("a.py::Cart.total.inner", 1.0),
+    ]
+    assert ranked[0].signals == {"file": 0.5, "text": 1.0, "named": 1.0, "frame": 1.0}
+    assert [f.key for f in ranked if "frame" in f.signals] == ["b.py::parse_total"]
