@@ -15,7 +15,7 @@ gold function and a ranked one name a symbol the same way:
   or for the module;
 - a line in no symbol counts for ``path::<module>``.
 
-Symbols are those of `DEFINING_KINDS` (functions, methods, classes, structs, traits,
+Symbols are those of `FUNCTION_KINDS` (functions, methods, classes, structs, traits,
 ...); variables and fields are the lines around them. Only the files given (the base
 sources of the gold files) are read; the patch's other files (tests, changelogs, new
 files) are left out. Pure: text and bytes in, names out.
@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from processors.parsing import parse_file
-from query.retrieval import DEFINING_KINDS
+from query.search.function_ranking import FUNCTION_KINDS
 from stores.records import SymbolRecord
 
 MODULE = "<module>"
@@ -92,7 +92,7 @@ def _hunk(lines: Sequence[str], i: int, header: re.Match[str], into: Changes | N
 
 def changed_symbols(symbols: Iterable[SymbolRecord], changes: Changes) -> list[str]:
     """The qualnames (`MODULE` for module level) the changes fall in, in line order."""
-    defining = [s for s in symbols if s.kind in DEFINING_KINDS]
+    defining = [s for s in symbols if s.kind in FUNCTION_KINDS]
     found: dict[str, int] = {}
 
     def innermost(first: int, last: int) -> None:
