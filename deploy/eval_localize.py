@@ -18,6 +18,11 @@ weighing, goes to ``*.signals.jsonl``: `gazetteer eval tune` fits the ranking we
 on them.
 The same-run peer (`eval_peer`, ``--peer bm25``, the default) is a whole-file BM25
 over code-aware tokens, the field's published baseline (``*.peer-bm25.jsonl``).
+Functions too (issue 17): each prediction line holds ``ranked_functions``
+(``path::qualname``, `function_ranking` over the file ranking's best files), with the
+function-level BM25 peer's (``*.peer-bm25-functions.jsonl``), the search hits' best
+chunks in file order (``*.fn-hits.jsonl``) and every function candidate with its signals
+(``*.fn-signals.jsonl``); `gazetteer eval functions` scores them.
 Each instance's index is built and dropped inside one call and the memory handed back
 before the next (`eval_memory`): a run of 118 checkouts holds one index at a time.
 The fix of an issue lands in source, not in tests: files that look like tests are left
