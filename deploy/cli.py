@@ -103,8 +103,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _eval_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """``gazetteer eval``: measure retrieval on a benchmark (``localize``) and fit the
-    ranking weights on what it measured (``tune``); run by deploy/eval_cli.py."""
+    """``gazetteer eval``: measure retrieval on a benchmark (``localize``), score its
+    ranked functions (``functions``) and fit the ranking weights on what it measured
+    (``tune``); run by deploy/eval_cli.py."""
     evaluate = sub.add_parser("eval", help="measure retrieval on a benchmark")
     tasks = evaluate.add_subparsers(dest="task", required=True)
     localize = tasks.add_parser(
@@ -124,6 +125,18 @@ def _eval_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
         choices=PEERS,
         default="bm25",
         help="the same-run peer: whole-file BM25 over code-aware tokens (*.peer-bm25.jsonl)",
+    )
+    functions = tasks.add_parser(
+        "functions", help="score the ranked functions of `eval localize` (Acc@1/5/10)"
+    )
+    functions.add_argument(
+        "--dataset", type=Path, required=True, help="instances with gold_functions or gold_patch"
+    )
+    functions.add_argument(
+        "--repos", type=Path, required=True, help="the checkouts `eval localize` read"
+    )
+    functions.add_argument(
+        "predictions", type=Path, nargs="+", help="JSON lines with ranked_functions"
     )
     tune = tasks.add_parser(
         "tune", help="fit the ranking weights on the candidates `eval localize` wrote"

@@ -1,5 +1,6 @@
-"""``gazetteer eval``: measure retrieval on a benchmark (``localize``) and fit the ranking
-weights on what it measured (``tune``). Its arguments: deploy/cli.py."""
+"""``gazetteer eval``: measure retrieval on a benchmark (``localize``), score the functions
+it ranked (``functions``) and fit the ranking weights on what it measured (``tune``). Its
+arguments: deploy/cli.py."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import argparse
 import json
 import sys
 
+from deploy.eval_functions import run as run_functions
 from deploy.eval_localize import run as run_localize
 from deploy.eval_tune import run as run_tune
 from deploy.settings import Settings
@@ -16,6 +18,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     """The task ``args`` name; ``settings`` only set the logging up (in deploy/cli.py)."""
     if args.task == "tune":
         return tune(args)
+    if args.task == "functions":
+        return functions(args)
     if not args.dataset.is_file():
         print(f"gazetteer eval localize: no dataset at {args.dataset}", file=sys.stderr)
         return 2
@@ -31,6 +35,18 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     print(f"{done} instances localized; predictions in {args.out}")
     return 0 if done else 1
+
+
+def functions(args: argparse.Namespace) -> int:
+    for given in (args.dataset, *args.predictions):
+        if not given.is_file():
+            print(f"gazetteer eval functions: no file {given}", file=sys.stderr)
+            return 2
+    if not args.repos.is_dir():
+        print(f"gazetteer eval functions: no directory {args.repos}", file=sys.stderr)
+        return 2
+    print(json.dumps(run_functions(args.dataset, args.repos, args.predictions), indent=1))
+    return 0
 
 
 def tune(args: argparse.Namespace) -> int:

@@ -18,6 +18,11 @@ weighing, goes to ``*.signals.jsonl``: `gazetteer eval tune` fits the ranking we
 on them.
 The same-run peer (`eval_peer`, ``--peer bm25``, the default) is a whole-file BM25
 over code-aware tokens, the field's published baseline (``*.peer-bm25.jsonl``).
+Functions too (issue 17): each prediction line holds ``ranked_functions``
+(``path::qualname``, `function_ranking` over the file ranking's best files), with the
+function-level BM25 peer's (``*.peer-bm25-functions.jsonl``), the search hits' best
+chunks in file order (``*.fn-hits.jsonl``) and every function candidate with its signals
+(``*.fn-signals.jsonl``); `gazetteer eval functions` scores them.
 Each instance's index is built and dropped inside one call and the memory handed back
 before the next (`eval_memory`): a run of 118 checkouts holds one index at a time.
 The fix of an issue lands in source, not in tests: files that look like tests are left
@@ -36,7 +41,7 @@ from pathlib import Path
 import structlog
 
 from deploy.eval_memory import release, resident_mb
-from deploy.eval_peer import WholeFilePeer, peer_of
+from deploy.eval_peer import FunctionPeer, WholeFilePeer, peer_of
 from processors.indexer import RepoIndex
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
 from producers.events import FileChanged
@@ -46,7 +51,8 @@ from query.dense import DenseIndex
 from query.retrieval import RepoRetrieval, proximity_of, question_pack
 from query.search.adjacency import Adjacency
 from query.search.context_pack import ContextPack
-from query.search.ranking import Proximity, RankedFile
+from query.search.function_ranking import RankedFunction, rank_functions
+from query.search.ranking import Proximity, RankedFile, question_read
 from query.search.sparse import FileBM25
 from stores.projections.graph_state import FileGraphState
 from stores.projections.ids import is_test_path
@@ -59,6 +65,7 @@ log = structlog.get_logger(__name__)
 
 RANKED = 100  # files kept per prediction (score.py reads Acc@1..10 and MRR)
 ALL_CANDIDATES = 100_000
+FUNCTION_FILES = 20  # files whose functions are ranked (the gold file is in 20 for most)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +103,7 @@ class Indexed:
     seconds: float
     proximity: Proximity
     peer: WholeFilePeer | None = None
+    function_peer: FunctionPeer | None = None
 
     def search(self, question: str, limit: int) -> list[RankedFile]:
         """As the service ranks, every signal computed (the weights tune them all)."""
@@ -103,12 +111,33 @@ class Indexed:
             question, limit=limit, importance=self.importance, proximity=self.proximity
         )
 
+    def functions(self, question: str, files: list[RankedFile], limit: int) -> list[RankedFunction]:
+        """The functions of the ``FUNCTION_FILES`` first of ``files`` (the file ranking)
+        ranked for the question, as `function_ranking` ranks them."""
+        considered = files[:FUNCTION_FILES]
+        paths = [f.path for f in considered]
+        records = {p: self.state.files[p] for p in paths if p in self.state.files}
+        scores = self.retrieval.sparse.chunk_scores(question_read(question), paths)
+        return rank_functions(
+            question,
+            considered,
+            {p: r.symbols for p, r in records.items()},
+            {p: r.chunks for p, r in records.items()},
+            scores,
+            limit=limit,
+        )
+
 
 async def index_folder(
-    root: Path, repo: str, dense: DenseIndex | None = None, peer: WholeFilePeer | None = None
+    root: Path,
+    repo: str,
+    dense: DenseIndex | None = None,
+    peer: WholeFilePeer | None = None,
+    function_peer: FunctionPeer | None = None,
 ) -> Indexed:
     """The repository at ``root`` through the service's own pipeline, in process; the
-    ``peer`` (when given) is fed the same files the scan read."""
+    peers (when given) are fed the same files the scan read (the function peer with
+    the symbols the index parsed)."""
     started = time.perf_counter()
     sink = InMemorySink()
     source = Source(repo, str(root), sink)
@@ -125,11 +154,14 @@ async def index_folder(
             whole.add(event.path, text)
             if peer is not None:
                 peer.add(event.path, text)
+            record = index.state.files.get(event.path)
+            if function_peer is not None and record is not None:
+                function_peer.add(event.path, text, record.symbols)
     snapshot = recluster(FileGraphState.of(index.state), None, ReclusterSettings(), now=0.0)
     importance = snapshot.importance()
     near = proximity_of(Adjacency.of(index.state), snapshot.membership())
     seconds = time.perf_counter() - started
-    return Indexed(index.state, retrieval, importance, whole, seconds, near, peer)
+    return Indexed(index.state, retrieval, importance, whole, seconds, near, peer, function_peer)
 
 
 def pack_of(indexed: Indexed, question: str) -> ContextPack:
@@ -194,9 +226,12 @@ async def localize(
         "bm25-chunks": out.with_suffix(".bm25-chunks.jsonl"),
         "pack": out.with_suffix(".pack.jsonl"),
         "signals": out.with_suffix(".signals.jsonl"),
+        "fn-hits": out.with_suffix(".fn-hits.jsonl"),
+        "fn-signals": out.with_suffix(".fn-signals.jsonl"),
     }
     if peer != "none":
         files[f"peer-{peer}"] = out.with_suffix(f".peer-{peer}.jsonl")
+        files[f"peer-{peer}-functions"] = out.with_suffix(f".peer-{peer}-functions.jsonl")
     handles = {name: path.open("w") for name, path in files.items()}
     # Checkouts of one repository share most chunks: the cache makes later ones cheap.
     model = embedder_from_spec(embedder) if embedder else None
@@ -242,7 +277,9 @@ async def _localize_one(
         if options.model is not None and options.cache is not None
         else None
     )
-    indexed = await index_folder(folder, repo, dense, peer_of(options.peer))
+    peer = peer_of(options.peer)
+    function_peer = FunctionPeer() if peer is not None else None
+    indexed = await index_folder(folder, repo, dense, peer, function_peer)
     if witness is not None:
         witness(indexed)
     question = instance.problem_statement
@@ -269,6 +306,28 @@ async def _localize_one(
         rankings[f"peer-{indexed.peer.name}"] = indexed.peer.rank(question, pool)
     for name, ranked in rankings.items():
         lines[name] = {"instance_id": instance.instance_id, "ranked_files": _source_only(ranked)}
+    functions = indexed.functions(question, every, RANKED)
+    lines["gazetteer"]["ranked_functions"] = [f.key for f in functions]
+    lines["fn-signals"] = {
+        "instance_id": instance.instance_id,
+        "candidates": [[f.key, f.signals] for f in indexed.functions(question, every, 10_000)],
+    }
+    # The service's search hits as they stand: each file's best chunk, its lines to read.
+    lines["fn-hits"] = {
+        "instance_id": instance.instance_id,
+        "ranked_functions": [
+            f"{r.path}::{chunk.qualname}"
+            for r in every[:RANKED]
+            if r.best_chunk
+            and (chunk := indexed.retrieval.chunks.get(r.best_chunk)) is not None
+            and chunk.qualname
+        ],
+    }
+    if indexed.function_peer is not None:
+        lines[f"peer-{options.peer}-functions"] = {
+            "instance_id": instance.instance_id,
+            "ranked_functions": indexed.function_peer.rank(question, RANKED),
+        }
     log.info(
         "instance_localized",
         instance=instance.instance_id,

@@ -161,6 +161,17 @@ class SparseIndex:
         ]
         return heapq.nsmallest(limit, ranked, key=lambda item: (-item[1], item[0]))  # type: ignore[arg-type,return-value]
 
+    def chunk_scores(self, query: str, paths: Iterable[str]) -> dict[str, float]:
+        """The BM25 score of every chunk of ``paths`` that matches ``query`` (chunk id ->
+        score): what function-level ranking weighs inside the files ranked first."""
+        numbers = [self._file_of[p] for p in paths if p in self._file_of]
+        slots, scores = self._hits(query, None)
+        if not numbers or not len(slots):
+            return {}
+        keep = np.isin(self._bm25.groups(slots), np.asarray(numbers, dtype=np.int32))
+        ids = self._bm25.ids(slots[keep].tolist())
+        return dict(zip(ids, scores[keep].tolist(), strict=True))
+
     def _hits(self, query: str, path_prefix: str | None) -> tuple[np.ndarray, np.ndarray]:
         slots, scores = self._bm25.hits(self._tokenize(query))
         if path_prefix and len(slots):

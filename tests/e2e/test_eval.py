@@ -61,6 +61,32 @@ def test_eval_localize_writes_predictions_and_the_baselines(tmp_path: Path) -> N
         (row,) = [json.loads(x) for x in (out.parent / baseline).read_text().splitlines()]
         assert row["instance_id"] == "acme__shop-1"
 
+    assert line["ranked_functions"][:2] == ["shop/cart.py::Cart.total_price", "shop/cart.py::Cart"]
+    (peer,) = [
+        json.loads(x)
+        for x in (out.parent / "predictions.peer-bm25-functions.jsonl").read_text().splitlines()
+    ]
+    assert peer["ranked_functions"][0] == "shop/cart.py::Cart.total_price"
+
+    # the functions scored, against given gold functions and against a patch's
+    patch = (
+        "--- a/shop/cart.py\n+++ b/shop/cart.py\n@@ -3 +3 @@\n"
+        "-        return sum(items)\n+        return sum(items or [])\n"
+    )
+    given, derived = tmp_path / "given.jsonl", tmp_path / "derived.jsonl"
+    given.write_text(json.dumps({**rows[0], "gold_functions": ["shop/cart.py::Cart.total_price"]}))
+    derived.write_text(
+        json.dumps(
+            {**rows[0], "language": "Python", "gold_files": ["shop/cart.py"], "gold_patch": patch}
+        )
+    )
+    for gold in (given, derived):
+        scored = gazetteer("eval", "functions", "--dataset", str(gold), "--repos",
+                           str(tmp_path / "repos"), str(out))  # fmt: skip
+        assert scored.returncode == 0, scored.stderr
+        row = json.loads(scored.stdout)[str(out)]["all"]
+        assert (row["scored"], row["Acc@1"], row["MRR"]) == (1, 100.0, 100.0)
+
     dense = gazetteer("eval", "localize", "--dataset", str(dataset), "--repos",
                       str(tmp_path / "repos"), "--out", str(tmp_path / "dense" / "p.jsonl"),
                       "--embedder", "hash:64")  # fmt: skip
