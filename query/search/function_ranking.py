@@ -41,8 +41,9 @@ FUNCTION_KINDS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class FunctionWeights:
-    """How the signals weigh (chosen on SWE-bench Lite's development split: see
-    docs/RETRIEVAL_MULTILANG.md, "Function-level localization")."""
+    """How the signals weigh: set before anything was measured, not tuned on any split
+    (docs/RETRIEVAL_MULTILANG.md, "Function-level localization", says what re-weighing
+    on the Python splits did and why it was not adopted)."""
 
     file: float = 1.0
     text: float = 1.0
