@@ -90,6 +90,10 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run one query service replica (needs --broker)")
     serve.add_argument("--port", type=int)
     serve.add_argument("--host")
+    serve.add_argument(
+        "--partitions", help="serve only these partitions' repositories, e.g. 0-3,8 (a shard)"
+    )
+    serve.add_argument("--shard", help="serve shard INDEX of COUNT (INDEX/COUNT), e.g. 1/4")
     # Hidden, for `up`: serve on the socket it bound, log its progress lines, and show
     # the metrics of the other parts (PART=URL).
     serve.add_argument("--listen-fd", type=int, help=argparse.SUPPRESS)
@@ -259,6 +263,8 @@ def _settings(args: argparse.Namespace) -> Settings:
             "log_level": args.log_level,
             "port": getattr(args, "port", None),
             "host": getattr(args, "host", None),
+            "serve_partitions": getattr(args, "partitions", None),
+            "shard": getattr(args, "shard", None),
         }.items()
         if value is not None
     }
@@ -272,6 +278,8 @@ def _refused(settings: Settings, verb: Verb) -> str | None:
     """Why these settings cannot run the verb, or None."""
     if verb.broker and settings.bootstrap is None:
         return "needs --broker kafka://host:port"
+    if settings.serve_partitions and settings.shard:
+        return "name a query replica's --partitions or its --shard, not both"
     if verb.dense:
         from deploy.dense_setup import DenseSetupError, check_dense_settings
 

@@ -94,6 +94,7 @@ async def run_query(
         ready=ready,
         state_files=state_files(settings),
         state_topic=state_topic(settings, cluster),
+        shard=settings.query_shard,
     )
     hosts = host_rule(settings.host, settings.allowed_host_names)
     api = create_api(

@@ -13,6 +13,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from producers.topics import Topics
+from query.shard import Shard, parse_partitions, parse_shard
 
 
 class Settings(BaseSettings):
@@ -45,6 +46,16 @@ class Settings(BaseSettings):
         le=65535,
         description="serve Prometheus metrics of a worker or producers (no HTTP server of "
         "their own) on host:port; 0: not served (the query service has /metrics)",
+    )
+    serve_partitions: str = Field(
+        "",
+        description="the partitions a query replica serves, e.g. '0-3,8' (its shard: the "
+        "repositories keyed there); '' every partition",
+    )
+    shard: str = Field(
+        "",
+        description="or the shard a query replica serves as 'INDEX/COUNT': the partitions "
+        "p with p % COUNT == INDEX; '' every partition",
     )
     log_level: str = "info"
     log_format: Literal["console", "json"] = "console"
@@ -89,6 +100,29 @@ class Settings(BaseSettings):
         if value != "embedded" and not value.startswith("kafka://"):
             raise ValueError("broker must be 'embedded' or kafka://host:port[,host:port]")
         return value
+
+    @field_validator("serve_partitions")
+    @classmethod
+    def _partitions_spec(cls, value: str) -> str:
+        if value.strip():
+            parse_partitions(value)
+        return value.strip()
+
+    @field_validator("shard")
+    @classmethod
+    def _shard_spec(cls, value: str) -> str:
+        if value.strip():
+            parse_shard(value)
+        return value.strip()
+
+    @property
+    def query_shard(self) -> Shard:
+        """The partitions this query replica serves (`query.shard`)."""
+        if self.serve_partitions and self.shard:
+            raise ValueError("name a query replica's partitions or its shard, not both")
+        if self.serve_partitions:
+            return Shard(partitions=parse_partitions(self.serve_partitions))
+        return parse_shard(self.shard) if self.shard else Shard()
 
     @property
     def allowed_host_names(self) -> tuple[str, ...]:

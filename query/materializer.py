@@ -37,6 +37,7 @@ from producers.topics import DEFAULT_TOPICS, Topics
 from query.churn.durable import SavedLedger
 from query.churn_files import ChurnFiles, ChurnKeeper
 from query.read_model import ReadModel
+from query.shard import Shard
 from query.state_restore import empty_view, load_snapshot
 from query.topic_snapshots import TopicSnapshots
 from stores.dead_letters import decode_dead_letter
@@ -66,6 +67,9 @@ Restorable = tuple[StateSnapshot | None, SavedLedger | None]
 """A repository's state snapshot and the churn ledger saved beside it, as read."""
 
 
+WHOLE = Shard()
+
+
 def partition_of(repo: str, partitions: int) -> int:
     """The partition the producers' default partitioner puts ``repo``'s key on."""
     return int(_PARTITIONER(repo.encode(), list(range(partitions)), list(range(partitions))))
@@ -82,8 +86,12 @@ class Materializer:
         ready: asyncio.Event | None = None,
         state_files: StateFiles | None = None,
         state_topic: StateTopic | None = None,
+        shard: Shard = WHOLE,
     ) -> None:
         self.model = model
+        # Issue 18: the partitions this replica serves, so the repositories it holds.
+        self.shard = shard
+        model.serves = shard.describe()
         # Issue 16 §2: every repository started from its snapshot on the broker.
         self._snapshots = TopicSnapshots(state_topic, model) if state_topic is not None else None
         # Issue 16: the worker's state snapshots, when this replica shares its data dir
@@ -132,6 +140,8 @@ class Materializer:
         if not partitions:
             return
         tp = TopicPartition(self._topics.sources, partition_of(repo, len(partitions)))
+        if not self.shard.owns(tp.partition):
+            return  # another shard's repository: this replica does not answer for it
         now = time.monotonic()
         probed = self._probed.get(tp)
         if probed is None or now - probed[0] > PROBE_TTL_S:
@@ -208,6 +218,7 @@ class Materializer:
             log.info(
                 "materializer_started",
                 partitions=len(partitions),
+                shard=self.shard.describe(),
                 backlog=sum(self._targets.values()),
             )
             while not stop.is_set():
@@ -251,7 +262,8 @@ class Materializer:
         snapshots = self._snapshots
         if snapshots is None:
             return
-        partitions = sorted(consumer.partitions_for_topic(self._topics.graph_deltas) or ())
+        count = len(consumer.partitions_for_topic(self._topics.graph_deltas) or ())
+        partitions = self.shard.of(count)
         churn = self._churn_files
         await snapshots.load(partitions, churn.load if churn is not None else lambda repo: None)
 
@@ -391,6 +403,8 @@ class Materializer:
         )
 
     async def _partitions(self, consumer: AIOKafkaConsumer) -> list[TopicPartition]:
+        """Every partition of the topics read, the shard's only of those keyed by
+        repository (the ranking profiles are every replica's)."""
         for _ in range(100):
             found = [
                 TopicPartition(topic, p)
@@ -398,7 +412,11 @@ class Materializer:
                 for p in sorted(consumer.partitions_for_topic(topic) or ())
             ]
             if {tp.topic for tp in found} == set(self._names):
-                return found
+                counts = {t: len(consumer.partitions_for_topic(t) or ()) for t in self._names}
+                served = set(self.shard.of(counts[self._topics.graph_deltas]))
+                return [
+                    tp for tp in found if tp.topic == self._topics.ranking or tp.partition in served
+                ]
             # A consumer without a subscription tracks no topics' metadata: ask for ours.
             client = consumer._client  # aiokafka offers no public way to do this
             client.set_topics(self._names)

@@ -147,6 +147,8 @@ class ReadModel:
         # Repositories whose producer statuses on the broker went past what was read,
         # at the last look before an answer (query/materializer.py `probe_sources`).
         self.unread_statuses: set[str] = set()
+        # The partitions the feeder reads (issue 18: a shard's, `query.shard`), as said.
+        self.serves = "all"
 
     def caught_up(self) -> None:
         """The feeder has read everything its topics held: answers may say ``fresh``."""

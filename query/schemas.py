@@ -14,6 +14,11 @@ class Health(BaseModel):
     repositories: int
     deltas_applied: int
     dead_letters: int
+    partitions: str = Field(
+        "all",
+        description="the partitions this replica serves, so the repositories it holds (its "
+        "shard: '0-3,8', 'INDEX/COUNT', or 'all')",
+    )
 
 
 class Producer(BaseModel):

@@ -64,6 +64,7 @@ class RepositoryAnswers(ServiceBase):
             repositories=len(model.repos),
             deltas_applied=model.deltas_applied,
             dead_letters=model.dead_letters_total,
+            partitions=model.serves,
         )
 
     def repositories(

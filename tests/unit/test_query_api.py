@@ -43,6 +43,7 @@ def test_health_and_repositories(model: ReadModel) -> None:
         "repositories": 1,
         "deltas_applied": 6,
         "dead_letters": 0,
+        "partitions": "all",
     }
     repos = client.get("/repositories").json()
     assert (repos["total"], repos["offset"], repos["limit"]) == (1, 0, 100)
