@@ -20,6 +20,7 @@ TOOLS: Mapping[str, str] = {
     "file_detail": "/repositories/{repo}/files/{path}",
     "symbols": "/repositories/{repo}/symbols",
     "search": "/repositories/{repo}/search",
+    "search_all": "/search",
     "context": "/repositories/{repo}/context",
     "graph_search": "/repositories/{repo}/graph-search",
     "definition": "/repositories/{repo}/definition",

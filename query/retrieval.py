@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence, Set
 
 import structlog
 
@@ -51,6 +51,10 @@ class RepoRetrieval:
         self.sources: set[str] = set()
         # path -> (its chunks' content hashes, the names it defines, its chunk ids)
         self._files: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
+
+    def paths(self) -> Set[str]:
+        """The files this retrieval knows (indexed, or defining a name)."""
+        return self._files.keys()
 
     @property
     def retrievers(self) -> tuple[str, ...]:

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query
 
-from query.retrieval_schemas import ContextOut, RankingOut, SearchPage, SessionStart
+from query.retrieval_schemas import (
+    ContextOut,
+    OrgSearchPage,
+    RankingOut,
+    SearchPage,
+    SessionStart,
+)
 from query.service import QueryService
 
 SESSION = Query(None, max_length=200, description="an id: recent answers lift its files")
@@ -35,6 +41,22 @@ def create_retrieval_routes(service: QueryService) -> APIRouter:
             max_tokens=max_tokens,
             session=session,
         )
+
+    @router.get("/search", response_model=OrgSearchPage)
+    async def search_all(
+        q: str = Query(..., min_length=1, description="a question, an issue's text, a name"),
+        repos: str | None = Query(
+            None,
+            max_length=2000,
+            description="the repositories to search: a comma list of ids, root names, "
+            "substrings or globs ('payments-*,shared'); every repository held when absent",
+        ),
+        limit: int = Query(10, ge=1, le=100),
+        max_tokens: int = Query(2000, ge=100, le=50_000, description="bound on the answer"),
+    ) -> OrgSearchPage:
+        """Files ranked across repositories on one scale (BM25 with the statistics of
+        every repository searched), each hit with its repository and freshness."""
+        return service.search_all(q, repos=repos, limit=limit, max_tokens=max_tokens)
 
     @router.get("/repositories/{repo}/ranking", response_model=RankingOut)
     async def ranking(repo: str) -> RankingOut:

@@ -55,6 +55,29 @@ class SearchPage(BaseModel):
     freshness: Freshness
 
 
+class OrgSearchHit(SearchHit):
+    """A file of one of several repositories ranked as one corpus."""
+
+    repo: str
+    freshness: Freshness = Field(description="the repository's (each hit says its own)")
+
+
+class OrgSearchPage(BaseModel):
+    query: str = Field(description="the question as ranked")
+    question_chars: int
+    question_truncated: bool
+    repositories: int = Field(description="repositories searched")
+    ranking: RankingOut = Field(description="the weights every repository was ranked with")
+    candidates: int = Field(description="the repositories' best files, before the merge's cut")
+    truncated: bool = Field(description="hits left out to stay within max_tokens")
+    items: list[OrgSearchHit] = Field(
+        description="best first, on one scale: BM25 with the statistics of every repository "
+        "searched, names weighed by how many of their files define them"
+    )
+    partitions: str = Field(description="the partitions whose repositories were searched")
+    partial: bool = Field(description="some repositories could not be searched")
+
+
 class SeedNeighborhood(BaseModel):
     id: str
     label: str

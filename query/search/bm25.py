@@ -34,12 +34,13 @@ from __future__ import annotations
 import math
 from array import array
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["BM25"]
+__all__ = ["BM25", "Statistics"]
 
 Slots = npt.NDArray[np.int32]
 Scores = npt.NDArray[np.float64]
@@ -54,6 +55,29 @@ def _grown(values: np.ndarray, size: int) -> np.ndarray:
     bigger = np.zeros(max(size, len(values) * 3 // 2, 16), dtype=values.dtype)
     bigger[: len(values)] = values
     return bigger
+
+
+@dataclass(frozen=True, slots=True)
+class Statistics:
+    """What BM25 reads of a corpus for a query: its documents, their total length and
+    each query term's document frequency. Summed over several indexes (`merged`) and
+    given to each one's `BM25.hits`, they score every document exactly as one index
+    holding all of them would (issue 18: rankings across repositories and shards)."""
+
+    count: int
+    total_length: int
+    df: Mapping[str, int]
+
+    @classmethod
+    def merged(cls, parts: Iterable[Statistics]) -> Statistics:
+        count = total = 0
+        df: dict[str, int] = {}
+        for part in parts:
+            count += part.count
+            total += part.total_length
+            for term, n in part.df.items():
+                df[term] = df.get(term, 0) + n
+        return cls(count, total, df)
 
 
 class BM25:
@@ -126,6 +150,11 @@ class BM25:
         }
         return frozenset(base | live)  # type: ignore[arg-type]
 
+    def statistics(self, tokens: Iterable[str]) -> Statistics:
+        """This index's share of the statistics a query's scores read."""
+        df = {term: self.document_frequency(term) for term in sorted(set(tokens))}
+        return Statistics(self._count, self._total_length, {t: n for t, n in df.items() if n})
+
     def idf(self, term: str) -> float:
         df = self.document_frequency(term)
         return math.log(1 + (self._count - df + 0.5) / (df + 0.5))
@@ -173,14 +202,16 @@ class BM25:
         ids = self._ids
         return {ids[s]: v for s, v in zip(slots.tolist(), scores.tolist(), strict=True)}  # type: ignore[misc]
 
-    def hits(self, tokens: Iterable[str]) -> tuple[Slots, Scores]:
+    def hits(self, tokens: Iterable[str], stats: Statistics | None = None) -> tuple[Slots, Scores]:
         """The slots holding at least one of the query's terms (ascending) and their
-        scores: `scores` as arrays, for the callers that rank in numpy."""
+        scores: `scores` as arrays, for the callers that rank in numpy. ``stats``: the
+        corpus's (`Statistics.merged` over several indexes) instead of this index's."""
         if not self._count or not self._total_length:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float64)
-        k1, n = self.k1, self._count
+        k1 = self.k1
+        n, total = (stats.count, stats.total_length) if stats else (self._count, self._total_length)
         # k1 * (1 - b + b * len / avglen) = base + per_token * len
-        base, per_token = k1 * (1 - self.b), k1 * self.b / self.average_length
+        base, per_token = k1 * (1 - self.b), k1 * self.b / (total / n)
         size = len(self._ids)
         acc = np.zeros(size, dtype=np.float64)
         hit = np.zeros(size, dtype=np.bool_)
@@ -190,6 +221,8 @@ class BM25:
             df = sum(len(slots) for slots, _ in parts)
             if not df:
                 continue
+            if stats is not None:
+                df = stats.df.get(term, df)
             weight = qtf * math.log(1 + (n - df + 0.5) / (df + 0.5)) * (k1 + 1)
             for slots, counts in parts:
                 tf = counts.astype(np.float64)

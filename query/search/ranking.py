@@ -187,6 +187,9 @@ def rank(
     sources: Set[str] = frozenset(),
     recent: Mapping[str, float] | None = None,
     proximity: Proximity | None = None,
+    hits: list[tuple[str, float, str]] | None = None,
+    text_top: float | None = None,
+    name_files: Mapping[str, int] | None = None,
 ) -> list[RankedFile]:
     """The files best matching ``question`` (its `question_read` part), best first
     (ties by path).
@@ -194,13 +197,22 @@ def rank(
     ``definers``: symbol name -> files defining it; ``paths``: the files retrieval
     knows (a named file outside them is ignored); ``proximity``: for the ``imports``
     and ``graph`` signals (without it they are not computed).
+
+    Ranked as one of several repositories (`query.org_search`): ``hits``, the BM25
+    files scored with the corpus's statistics; ``text_top``, the best of them over
+    every repository (what ``text`` is divided by); ``name_files``, how many files of
+    every repository define each name (what ``symbol`` is divided by).
     """
     weights = weights or RankWeights()
     importance = importance or {}
     question = question_read(question)
     said = mentions(question)
-    hits = sparse.rank_files(question, pool, path_prefix=path_prefix)
-    top = hits[0][1] if hits and hits[0][1] > 0 else 1.0
+    if hits is None:
+        hits = sparse.rank_files(question, pool, path_prefix=path_prefix)
+    if text_top is not None and text_top > 0:
+        top = text_top
+    else:
+        top = hits[0][1] if hits and hits[0][1] > 0 else 1.0
     signals: dict[str, dict[str, float]] = {}
     best: dict[str, str | None] = {}
     for path, score, chunk in hits:
@@ -224,11 +236,12 @@ def rank(
         files = definers.get(name)
         if not files:
             continue
+        share = len(files) if name_files is None else max(name_files.get(name, 0), len(files))
         for path in files:
             if path_prefix and not path.startswith(path_prefix):
                 continue
             own = signals.setdefault(path, {})
-            own["symbol"] = min(1.0, own.get("symbol", 0.0) + 1.0 / len(files))
+            own["symbol"] = min(1.0, own.get("symbol", 0.0) + 1.0 / share)
     lowered = said.text.lower()
     by_name: dict[str, list[str]] | None = None
     for found in _PATHLIKE.findall(said.text):

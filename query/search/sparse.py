@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from query.search.bm25 import BM25
+from query.search.bm25 import BM25, Statistics
 from stores.records import ChunkRecord
 from stores.text.chunk_text import embed_text
 from stores.text.tokens import tokenize, word_tokens
@@ -130,12 +130,22 @@ class SparseIndex:
         found = zip(self._bm25.ids(slots.tolist()), scores.tolist(), strict=True)
         return heapq.nsmallest(limit, found, key=lambda item: (-item[1], item[0]))
 
+    def statistics(self, query: str) -> Statistics:
+        """This index's share of what the query's BM25 scores read (`Statistics`)."""
+        return self._bm25.statistics(self._tokenize(query))
+
     def rank_files(
-        self, query: str, limit: int = 10, *, path_prefix: str | None = None
+        self,
+        query: str,
+        limit: int = 10,
+        *,
+        path_prefix: str | None = None,
+        stats: Statistics | None = None,
     ) -> list[tuple[str, float, str]]:
         """Files scored by their best chunk: (path, score, best chunk id), best first,
-        ties by path; a file's best chunk ties by id."""
-        slots, scores = self._hits(query, path_prefix)
+        ties by path; a file's best chunk ties by id. ``stats``: the corpus's, when this
+        index is one of several ranked as one (`Statistics.merged`)."""
+        slots, scores = self._hits(query, path_prefix, stats)
         if limit <= 0 or not len(slots):
             return []
         groups = self._bm25.groups(slots)
@@ -172,8 +182,10 @@ class SparseIndex:
         ids = self._bm25.ids(slots[keep].tolist())
         return dict(zip(ids, scores[keep].tolist(), strict=True))
 
-    def _hits(self, query: str, path_prefix: str | None) -> tuple[np.ndarray, np.ndarray]:
-        slots, scores = self._bm25.hits(self._tokenize(query))
+    def _hits(
+        self, query: str, path_prefix: str | None, stats: Statistics | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        slots, scores = self._bm25.hits(self._tokenize(query), stats)
         if path_prefix and len(slots):
             inside = np.fromiter(
                 (p is not None and p.startswith(path_prefix) for p in self._paths),

@@ -10,12 +10,18 @@ or a file. Both are bounded by ``max_tokens`` / ``budget`` and carry freshness.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TypeVar
 
+from pydantic import BaseModel
+
+from query.org_search import Member, rank_across
 from query.read_model import RepoView
 from query.retrieval import QuotedChunks, proximity_of, question_pack
 from query.retrieval_schemas import (
     ChunkOut,
     ContextOut,
+    OrgSearchHit,
+    OrgSearchPage,
     RankingOut,
     SearchHit,
     SearchPage,
@@ -24,10 +30,18 @@ from query.retrieval_schemas import (
 )
 from query.search.context_pack import ContextPack, file_context, render
 from query.search.context_pack import symbol_context as symbol_pack
-from query.search.ranking import MAX_QUESTION_CHARS, Proximity, RankWeights, question_read
+from query.search.ranking import (
+    MAX_QUESTION_CHARS,
+    Proximity,
+    RankedFile,
+    RankWeights,
+    question_read,
+)
 from query.service.base import ServiceBase
 from query.service.errors import InvalidArguments, NotFound
+from query.service.repositories import name_matches
 from stores.freshness import Freshness
+from stores.ranking import EVERY_REPOSITORY
 from stores.records import ChunkRecord
 
 READ_LINES = 40  # the lines an agent should read first
@@ -50,9 +64,12 @@ def membership_of(view: RepoView) -> Mapping[str, str]:
     return snapshot.membership() if snapshot else {}
 
 
-def within_tokens(ranked: Sequence[SearchHit], max_tokens: int) -> list[SearchHit]:
+H = TypeVar("H", bound=BaseModel)
+
+
+def within_tokens(ranked: Sequence[H], max_tokens: int) -> list[H]:
     """The leading hits whose JSON fits ``max_tokens`` (characters / 4); at least one."""
-    items: list[SearchHit] = []
+    items: list[H] = []
     used = 0
     for item in ranked:
         cost = len(item.model_dump_json()) // 4
@@ -109,26 +126,7 @@ class RetrievalAnswers(ServiceBase):
             weights=weights,
             proximity=self._proximity(view, weights),
         )
-        standing, labels = self._standing(view), self._labels(view)
-        hits = []
-        for hit in ranked:
-            chunk = view.retrieval.chunks.get(hit.best_chunk) if hit.best_chunk else None
-            place = standing.get(hit.path)
-            hits.append(
-                SearchHit(
-                    path=hit.path,
-                    score=round(hit.score, 6),
-                    signals={k: round(v, 6) for k, v in sorted(hit.signals.items())},
-                    best_chunk=(
-                        ChunkOut.model_validate(chunk, from_attributes=True) if chunk else None
-                    ),
-                    read=read_range(chunk),
-                    inbound_degree=place.in_degree if place else None,
-                    neighborhood=place.neighborhood if place else None,
-                    neighborhood_label=labels.get(place.neighborhood) if place else None,
-                )
-            )
-        return hits, len(ranked)
+        return [self._hit(view, hit) for hit in ranked], len(ranked)
 
     def search(
         self,
@@ -157,6 +155,59 @@ class RetrievalAnswers(ServiceBase):
             truncated=len(items) < total,
             items=items,
             freshness=self.model.freshness(repo),
+        )
+
+    def _hit(self, view: RepoView, hit: RankedFile) -> SearchHit:
+        """A ranked file as an answer: the lines to read first, its standing."""
+        chunk = view.retrieval.chunks.get(hit.best_chunk) if hit.best_chunk else None
+        place = self._standing(view).get(hit.path)
+        return SearchHit(
+            path=hit.path,
+            score=round(hit.score, 6),
+            signals={k: round(v, 6) for k, v in sorted(hit.signals.items())},
+            best_chunk=(ChunkOut.model_validate(chunk, from_attributes=True) if chunk else None),
+            read=read_range(chunk),
+            inbound_degree=place.in_degree if place else None,
+            neighborhood=place.neighborhood if place else None,
+            neighborhood_label=self._labels(view).get(place.neighborhood) if place else None,
+        )
+
+    def search_all(
+        self, q: str, repos: str | None = None, limit: int = 10, max_tokens: int = 2000
+    ) -> OrgSearchPage:
+        """Files ranked across every repository held (or those ``repos`` names: a comma
+        list of ids, names, substrings or globs), on one scale (`query.org_search`)."""
+        read = question_read(q)
+        patterns = [p.strip() for p in (repos or "").split(",") if p.strip()]
+        held = self.model.repos
+        chosen = [
+            r
+            for r in sorted(held)
+            if not patterns or any(name_matches(p, r, held[r]) for p in patterns)
+        ]
+        members = [Member(r, held[r].retrieval, self._importance(held[r])) for r in chosen]
+        weights = self._weights(EVERY_REPOSITORY)
+        ranked, candidates = rank_across(read, members, weights=weights, limit=limit)
+        hits = [
+            OrgSearchHit(
+                repo=h.repo,
+                **self._hit(held[h.repo], h.file).model_dump(),
+                freshness=self.model.freshness(h.repo),
+            )
+            for h in ranked
+        ]
+        items = within_tokens(hits, max_tokens)
+        return OrgSearchPage(
+            query=read,
+            question_chars=len(q),
+            question_truncated=len(read) < len(q),
+            repositories=len(chosen),
+            ranking=self._ranking(EVERY_REPOSITORY),
+            candidates=candidates,
+            truncated=len(items) < len(hits),
+            items=items,
+            partitions=self.model.serves,
+            partial=False,
         )
 
     def ranking(self, repo: str) -> RankingOut:

@@ -43,6 +43,9 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("search", {"repo": "app-1", "q": "resolve_redirects loops forever", "limit": 5}),
     ("search", {"repo": "app-1", "q": "x", "limit": 1000}),
     ("search", {"repo": "app-1", "q": ""}),
+    ("search_all", {"q": "helper send a request", "limit": 5}),
+    ("search_all", {"q": "helper", "repos": "lib*"}),
+    ("search_all", {"q": ""}),
     ("context", {"repo": "app-1", "symbol": "Session.send", "budget": 200}),
     ("context", {"repo": "app-1", "q": "iter_content of a response"}),
     ("context", {"repo": "app-1"}),
@@ -117,6 +120,7 @@ async def test_every_tool_answers_in_process_what_its_get_answers(
         "no file 'nope.py' in repository 'app-1' (HTTP 404)",
         "path: Field required (HTTP 422)",
         "limit: Input should be less than or equal to 100 (HTTP 422)",
+        "q: String should have at least 1 character (HTTP 422)",
         "q: String should have at least 1 character (HTTP 422)",
         "give exactly one of q, symbol, path (HTTP 422)",
         "unknown channels ['bogus']; known: purpose, classes, functions, imports, keywords, "
