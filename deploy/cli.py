@@ -53,6 +53,7 @@ VERBS: Mapping[str, Verb] = {
     "worker": Verb("deploy.worker_part:main", broker=True, dense=True, service=True),
     "watch": Verb("deploy.sources_part:main", broker=True, service=True),
     "serve": Verb("deploy.query_part:main", broker=True, dense=True, service=True),
+    "route": Verb("deploy.route_part:main", service=True),
     "broker": Verb("deploy.up:broker_main", service=True),
     "eval": Verb("deploy.eval_cli:run"),
     "ranking": Verb("deploy.ranking_cli:run"),
@@ -99,6 +100,17 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--listen-fd", type=int, help=argparse.SUPPRESS)
     serve.add_argument("--progress", action="store_true", help=argparse.SUPPRESS)
     serve.add_argument("--metrics-peer", action="append", default=[], help=argparse.SUPPRESS)
+    route = sub.add_parser("route", help="one address in front of sharded query replicas")
+    route.add_argument(
+        "--shard",
+        dest="shards",
+        action="append",
+        required=True,
+        help="a shard and its replicas: PARTITIONS=URL[,URL...] (0-3=http://a:8765) or "
+        "INDEX/COUNT=URL[,URL...]; one per shard, every partition in exactly one",
+    )
+    route.add_argument("--port", type=int)
+    route.add_argument("--host")
     sub.add_parser("broker", help="run the embedded broker alone and print its address")
     _eval_parser(sub)
     _ranking_parser(sub)

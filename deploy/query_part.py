@@ -8,7 +8,7 @@ import argparse
 import asyncio
 import contextlib
 import socket
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 
 import structlog
 import uvicorn
@@ -18,6 +18,7 @@ from deploy.broker_watch import BrokerReset
 from deploy.dense_setup import dense_index
 from deploy.listener import listen
 from deploy.parts import run_part, stop_on_signals, supervise
+from deploy.quiet_server import QuietServer
 from deploy.recovery import Recovery, recover_in_place
 from deploy.runtime import Cluster, cluster_of, ensurer, state_files, state_topic
 from deploy.settings import Settings
@@ -54,18 +55,6 @@ async def _serve(settings: Settings, args: argparse.Namespace) -> None:
 
 def _announce(url: str) -> None:
     print(announcement(url), flush=True)
-
-
-class _QuietServer(uvicorn.Server):
-    """A uvicorn server that leaves signals to the process: the CLI owns Ctrl-C.
-
-    uvicorn captures SIGINT/SIGTERM and raises them again when it stops, which would
-    turn a clean, requested shutdown into a KeyboardInterrupt.
-    """
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
 
 
 async def run_query(
@@ -107,7 +96,7 @@ async def run_query(
     mcp = mount_mcp(api)
     sock = listening if listening is not None else listen(settings.host, settings.port)
     port = sock.getsockname()[1]
-    server = _QuietServer(
+    server = QuietServer(
         uvicorn.Config(api, host=settings.host, port=port, log_config=None, access_log=False)
     )
     async with contextlib.AsyncExitStack() as mcp_running:

@@ -10,12 +10,15 @@ from fastapi import APIRouter, Query
 
 from query.retrieval_schemas import (
     ContextOut,
+    CorpusOut,
+    CorpusQuestion,
     OrgSearchPage,
     RankingOut,
     SearchPage,
     SessionStart,
 )
 from query.service import QueryService
+from query.service.errors import InvalidArguments
 
 SESSION = Query(None, max_length=200, description="an id: recent answers lift its files")
 
@@ -57,6 +60,34 @@ def create_retrieval_routes(service: QueryService) -> APIRouter:
         """Files ranked across repositories on one scale (BM25 with the statistics of
         every repository searched), each hit with its repository and freshness."""
         return service.search_all(q, repos=repos, limit=limit, max_tokens=max_tokens)
+
+    @router.post("/shard/search/statistics", response_model=CorpusOut, include_in_schema=False)
+    async def search_statistics(question: CorpusQuestion) -> CorpusOut:
+        """This replica's share of an org-wide question's figures: a router's first pass
+        over its shards (their sum is the corpus every shard then ranks with)."""
+        return service.search_statistics(question.q, repos=question.repos)
+
+    @router.post("/shard/search/top", response_model=CorpusOut, include_in_schema=False)
+    async def search_top(question: CorpusQuestion) -> CorpusOut:
+        """The corpus given, with this replica's best BM25 file score under it: a
+        router's second pass (it keeps the greatest)."""
+        if question.corpus is None:
+            raise InvalidArguments("give the corpus: the sum of every shard's statistics")
+        return service.search_top(question.q, question.corpus, repos=question.repos)
+
+    @router.post("/shard/search", response_model=OrgSearchPage, include_in_schema=False)
+    async def search_corpus(question: CorpusQuestion) -> OrgSearchPage:
+        """`GET /search` ranked with the whole corpus's figures: a router's last pass.
+        The three /shard routes are the router's protocol, not in the API's schema."""
+        if question.corpus is None or question.corpus.top is None:
+            raise InvalidArguments("give the corpus with its top: the router's first two passes")
+        return service.search_corpus(
+            question.q,
+            question.corpus,
+            repos=question.repos,
+            limit=question.limit,
+            max_tokens=question.max_tokens,
+        )
 
     @router.get("/repositories/{repo}/ranking", response_model=RankingOut)
     async def ranking(repo: str) -> RankingOut:

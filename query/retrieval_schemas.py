@@ -78,6 +78,25 @@ class OrgSearchPage(BaseModel):
     partial: bool = Field(description="some repositories could not be searched")
 
 
+class CorpusOut(BaseModel):
+    """A shard's share of an org-wide question's figures (`query.org_search.Corpus`):
+    a router sums them over its shards, then sends the whole back with the question."""
+
+    count: int = Field(ge=0, description="chunks indexed")
+    total_length: int = Field(ge=0, description="their tokens")
+    df: dict[str, int] = Field(description="chunks holding each of the question's terms")
+    names: dict[str, int] = Field(description="files defining each name the question says")
+    top: float | None = Field(None, description="the best BM25 file score, once known")
+
+
+class CorpusQuestion(BaseModel):
+    q: str = Field(min_length=1, max_length=200_000)
+    repos: str | None = Field(None, max_length=2000)
+    corpus: CorpusOut | None = None
+    limit: int = Field(10, ge=1, le=100)
+    max_tokens: int = Field(2000, ge=100, le=50_000)
+
+
 class SeedNeighborhood(BaseModel):
     id: str
     label: str

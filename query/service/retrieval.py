@@ -14,12 +14,13 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from query.org_search import Member, rank_across
+from query.org_search import Corpus, Member, corpus_of, rank_across, top_of
 from query.read_model import RepoView
 from query.retrieval import QuotedChunks, proximity_of, question_pack
 from query.retrieval_schemas import (
     ChunkOut,
     ContextOut,
+    CorpusOut,
     OrgSearchHit,
     OrgSearchPage,
     RankingOut,
@@ -28,6 +29,7 @@ from query.retrieval_schemas import (
     SeedNeighborhood,
     SessionStart,
 )
+from query.search.bm25 import Statistics
 from query.search.context_pack import ContextPack, file_context, render
 from query.search.context_pack import symbol_context as symbol_pack
 from query.search.ranking import (
@@ -52,6 +54,23 @@ def read_range(chunk: ChunkRecord | None) -> str:
         return "L1-40"
     end = min(chunk.line_end, chunk.line_start + READ_LINES - 1)
     return f"L{chunk.line_start}-{end}"
+
+
+def _corpus_out(corpus: Corpus) -> CorpusOut:
+    stats = corpus.stats
+    return CorpusOut(
+        count=stats.count,
+        total_length=stats.total_length,
+        df=dict(stats.df),
+        names=dict(corpus.names),
+        top=corpus.top,
+    )
+
+
+def _corpus_in(corpus: CorpusOut) -> Corpus:
+    return Corpus(
+        Statistics(corpus.count, corpus.total_length, corpus.df), corpus.names, corpus.top
+    )
 
 
 def chunks_by_path(view: RepoView) -> Mapping[str, Sequence[ChunkRecord]]:
@@ -172,22 +191,65 @@ class RetrievalAnswers(ServiceBase):
             neighborhood_label=self._labels(view).get(place.neighborhood) if place else None,
         )
 
-    def search_all(
-        self, q: str, repos: str | None = None, limit: int = 10, max_tokens: int = 2000
-    ) -> OrgSearchPage:
-        """Files ranked across every repository held (or those ``repos`` names: a comma
-        list of ids, names, substrings or globs), on one scale (`query.org_search`)."""
-        read = question_read(q)
+    def _members(self, repos: str | None) -> list[Member]:
+        """The repositories a question names (a comma list of ids, names, substrings or
+        globs; all held when None), by id."""
         patterns = [p.strip() for p in (repos or "").split(",") if p.strip()]
         held = self.model.repos
-        chosen = [
-            r
+        return [
+            Member(r, held[r].retrieval, self._importance(held[r]))
             for r in sorted(held)
             if not patterns or any(name_matches(p, r, held[r]) for p in patterns)
         ]
-        members = [Member(r, held[r].retrieval, self._importance(held[r])) for r in chosen]
-        weights = self._weights(EVERY_REPOSITORY)
-        ranked, candidates = rank_across(read, members, weights=weights, limit=limit)
+
+    def search_statistics(self, q: str, repos: str | None = None) -> CorpusOut:
+        """This replica's share of an org-wide question's figures (a router's first pass)."""
+        corpus = corpus_of(question_read(q), self._members(repos))
+        return _corpus_out(corpus)
+
+    def search_top(self, q: str, corpus: CorpusOut, repos: str | None = None) -> CorpusOut:
+        """The corpus with this replica's best BM25 file score (a router's second pass)."""
+        whole = _corpus_in(corpus)
+        top = top_of(question_read(q), self._members(repos), whole)
+        return corpus.model_copy(update={"top": top})
+
+    def search_all(
+        self, q: str, repos: str | None = None, limit: int = 10, max_tokens: int = 2000
+    ) -> OrgSearchPage:
+        """Files ranked across every repository held (or those ``repos`` names), on one
+        scale (`query.org_search`)."""
+        return self._search_across(q, repos, limit, max_tokens, None)
+
+    def search_corpus(
+        self,
+        q: str,
+        corpus: CorpusOut,
+        repos: str | None = None,
+        limit: int = 10,
+        max_tokens: int = 2000,
+    ) -> OrgSearchPage:
+        """`search_all` with the figures of every shard, when this replica holds only
+        some of the repositories searched (a router's last pass)."""
+        return self._search_across(q, repos, limit, max_tokens, corpus)
+
+    def _search_across(
+        self,
+        q: str,
+        repos: str | None,
+        limit: int,
+        max_tokens: int,
+        corpus: CorpusOut | None,
+    ) -> OrgSearchPage:
+        read = question_read(q)
+        members = self._members(repos)
+        ranked, candidates = rank_across(
+            read,
+            members,
+            weights=self._weights(EVERY_REPOSITORY),
+            limit=limit,
+            corpus=_corpus_in(corpus) if corpus is not None else None,
+        )
+        held = self.model.repos
         hits = [
             OrgSearchHit(
                 repo=h.repo,
@@ -201,7 +263,7 @@ class RetrievalAnswers(ServiceBase):
             query=read,
             question_chars=len(q),
             question_truncated=len(read) < len(q),
-            repositories=len(chosen),
+            repositories=len(members),
             ranking=self._ranking(EVERY_REPOSITORY),
             candidates=candidates,
             truncated=len(items) < len(hits),

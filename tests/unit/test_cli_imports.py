@@ -53,6 +53,8 @@ NOT_IMPORTED: dict[str, set[str]] = {
     "watch": WEB | INDEXING | {"qdrant_client", "onnxruntime"},
     # The query service: its web framework, no worker.
     "serve": {"faust", "tree_sitter", "qdrant_client", "onnxruntime"},
+    # The router: HTTP in front of the replicas, no read side of its own.
+    "route": {"faust", "tree_sitter", "qdrant_client", "onnxruntime"},
     "ranking": WEB | INDEXING | {"qdrant_client", "onnxruntime"},
     "eval": WEB | {"faust", "aiokafka", "qdrant_client", "onnxruntime"},
     # The stdio MCP server: the SDK (which brings starlette and uvicorn); httpx only at

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from processors.indexer import RepoIndex
-from query.org_search import Member, rank_across
+from query.org_search import Corpus, Member, corpus_of, rank_across, top_of
 from query.retrieval import RepoRetrieval
 from query.search.ranking import RankWeights
 from tests.factories import Stamp
@@ -71,6 +71,22 @@ def test_the_merged_ranking_is_one_index_ranking(question: str) -> None:
     owner = {p: repo for repo, files in REPOS.items() for p in files}
     assert all(owner[h.file.path] == h.repo for h in merged)
     assert total >= len(merged)
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_shards_ranked_in_three_passes_merge_into_the_one_index_ranking(question: str) -> None:
+    members = [Member(repo, retrieval(files, repo)) for repo, files in REPOS.items()]
+    shards = [members[:1], members[1:]]  # billing | gateway, docs
+    weights = RankWeights(structural=0.0)
+    corpus = Corpus.merged([corpus_of(question, shard) for shard in shards])
+    corpus = Corpus(corpus.stats, corpus.names, max(top_of(question, s, corpus) for s in shards))
+    parts = [rank_across(question, s, weights=weights, corpus=corpus)[0] for s in shards]
+    merged = sorted(
+        (h for part in parts for h in part),
+        key=lambda h: (-round(h.file.score, 9), h.repo, h.file.path),
+    )[:10]
+    whole, _ = rank_across(question, members, weights=weights)
+    assert [(h.repo, h.file) for h in merged] == [(h.repo, h.file) for h in whole]
 
 
 def test_each_repository_alone_scores_its_best_file_one_and_the_merge_does_not() -> None:

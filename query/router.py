@@ -1,0 +1,290 @@
+"""The router: one address in front of sharded query replicas (issue 18).
+
+A stateless front that knows which shard holds which repository from the partition its
+key is on (`query.materializer.partition_of`, the producers' partitioner) and each
+shard's partitions (`query.shard`), and nothing else:
+
+- a repository's request (``/repositories/{repo}/...``, any method) goes to a replica
+  of its shard, the next replica of the shard when one does not answer or answers
+  502/503/504 (the replicas of a shard are interchangeable), and comes back as the
+  replica answered it; no replica left: 503 naming the shard;
+- ``/repositories`` asks every shard and merges the pages by repository id (totals
+  summed);
+- ``/search`` (every repository) ranks across shards in the three passes of
+  `query.org_search` (each shard's statistics, summed; each shard's best score under
+  them, the greatest kept; each shard's ranking with the whole corpus), so that the
+  merged ranking is the one a single replica holding everything would give;
+- ``/health`` says, per shard, which replicas are ready; the router is ready when every
+  shard has a ready replica.
+
+Every merged answer names the shards that answered and those missing (``partial``):
+a shard with no replica answering leaves its repositories out, and says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import structlog
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+
+from query.host_check import HostCheck, HostRule
+from query.materializer import partition_of
+from query.retrieval_schemas import OrgSearchHit
+from query.service.retrieval import within_tokens
+from query.shard import Shard
+
+log = structlog.get_logger(__name__)
+
+RETRIED = frozenset({502, 503, 504})
+"""A replica's answers that send the request to the next replica of its shard."""
+
+TIMEOUT_S = 30.0
+
+
+@dataclass
+class ShardReplicas:
+    """One shard: its partitions and the base URLs of its interchangeable replicas."""
+
+    shard: Shard
+    replicas: Sequence[str]
+    _turn: itertools.count[int] = field(default_factory=itertools.count)
+
+    def in_turn(self) -> list[str]:
+        """The replicas, starting one further each time (requests spread over them)."""
+        start = next(self._turn) % len(self.replicas)
+        return [*self.replicas[start:], *self.replicas[:start]]
+
+
+class NoReplica(Exception):
+    """Every replica of a shard failed: the last reason."""
+
+
+@dataclass
+class Router:
+    shards: Sequence[ShardReplicas]
+    partitions: int
+    client: httpx.AsyncClient
+
+    def shard_of(self, repo: str) -> ShardReplicas | None:
+        partition = partition_of(repo, self.partitions)
+        return next((s for s in self.shards if s.shard.owns(partition)), None)
+
+    async def send(
+        self, shard: ShardReplicas, method: str, path: str, **request: Any
+    ) -> httpx.Response:
+        """The first answer of a replica of ``shard`` that answers (not 502/503/504)."""
+        reason = "no replica"
+        for base in shard.in_turn():
+            try:
+                answer = await self.client.request(method, base + path, **request)
+            except httpx.HTTPError as exc:
+                reason = f"{base}: {type(exc).__name__}"
+                log.warning("router_replica_failed", replica=base, path=path, error=repr(exc))
+                continue
+            if answer.status_code not in RETRIED:
+                return answer
+            reason = f"{base}: HTTP {answer.status_code}"
+            log.warning("router_replica_refused", replica=base, path=path, status=reason)
+        raise NoReplica(reason)
+
+    async def each(
+        self, ask: Callable[[ShardReplicas], Awaitable[Any]]
+    ) -> tuple[list[tuple[ShardReplicas, Any]], list[str]]:
+        """``ask`` of every shard at once: the answers of those that answered, and the
+        shards (by partitions) that did not."""
+        answers = await asyncio.gather(*(ask(s) for s in self.shards), return_exceptions=True)
+        got, missing = [], []
+        for shard, answer in zip(self.shards, answers, strict=True):
+            if isinstance(answer, NoReplica | httpx.HTTPError | ValueError):
+                missing.append(shard.shard.describe())
+            elif isinstance(answer, BaseException):
+                raise answer
+            else:
+                got.append((shard, answer))
+        return got, missing
+
+    async def json_of(self, shard: ShardReplicas, method: str, path: str, **request: Any) -> Any:
+        answer = await self.send(shard, method, path, **request)
+        if answer.status_code != 200:
+            raise NoReplica(f"HTTP {answer.status_code}: {answer.text[:200]}")
+        return answer.json()
+
+
+def create_router_app(router: Router, *, hosts: HostRule | None = None) -> FastAPI:
+    app = FastAPI(title="Gazetteer router", docs_url=None, redoc_url=None, openapi_url=None)
+    if hosts is not None:
+        app.add_middleware(HostCheck, rule=hosts)
+
+    @app.get("/health")
+    async def health() -> JSONResponse:
+        async def look(shard: ShardReplicas) -> list[dict[str, Any]]:
+            seen = []
+            for base in shard.replicas:
+                try:
+                    answer = (await router.client.get(base + "/health")).json()
+                    seen.append({"replica": base, "ready": bool(answer.get("ready"))})
+                except (httpx.HTTPError, ValueError) as exc:
+                    seen.append({"replica": base, "ready": False, "error": type(exc).__name__})
+            return seen
+
+        looks = await asyncio.gather(*(look(s) for s in router.shards))
+        shards = [
+            {"partitions": s.shard.describe(), "replicas": seen}
+            for s, seen in zip(router.shards, looks, strict=True)
+        ]
+        ready = all(any(r["ready"] for r in seen) for seen in looks)
+        return JSONResponse({"status": "ok", "ready": ready, "shards": shards})
+
+    @app.get("/repositories")
+    async def repositories(request: Request) -> JSONResponse:
+        params = dict(request.query_params)
+        offset = int(params.pop("offset", 0) or 0)
+        limit = int(params.pop("limit", 100) or 100)
+        params.update(offset="0", limit=str(min(offset + limit, 1000)))
+
+        async def ask(shard: ShardReplicas) -> Any:
+            return await router.json_of(shard, "GET", "/repositories", params=params)
+
+        got, missing = await router.each(ask)
+        items = sorted((i for _, page in got for i in page["items"]), key=lambda i: i["repo"])
+        return JSONResponse(
+            {
+                "total": sum(page["total"] for _, page in got),
+                "offset": offset,
+                "limit": limit,
+                "items": items[offset : offset + limit],
+                "shards": [s.shard.describe() for s, _ in got],
+                "missing": missing,
+                "partial": bool(missing),
+            }
+        )
+
+    @app.get("/search")
+    async def search(
+        q: str, repos: str | None = None, limit: int = 10, max_tokens: int = 2000
+    ) -> JSONResponse:
+        if not q or not 1 <= limit <= 100 or not 100 <= max_tokens <= 50_000:
+            return JSONResponse({"detail": "q (non-empty), limit 1-100, max_tokens 100-50000"}, 422)
+        body: dict[str, Any] = {"q": q, "repos": repos, "limit": limit, "max_tokens": 50_000}
+        # Pass 1: every shard's statistics, summed.
+        got, missing = await router.each(
+            lambda s: router.json_of(s, "POST", "/shard/search/statistics", json=body)
+        )
+        corpus = _summed([c for _, c in got])
+        # Pass 2: every shard's best score under them; the greatest.
+        tops, lost = await router.each(
+            lambda s: router.json_of(
+                s, "POST", "/shard/search/top", json={**body, "corpus": corpus}
+            )
+        )
+        corpus["top"] = max((c["top"] for _, c in tops if c["top"] is not None), default=0.0)
+        # Pass 3: every shard's ranking with the whole corpus; merged.
+        pages, gone = await router.each(
+            lambda s: router.json_of(s, "POST", "/shard/search", json={**body, "corpus": corpus})
+        )
+        missing = sorted(set(missing) | set(lost) | set(gone))
+        hits = sorted(
+            (h for _, page in pages for h in page["items"]),
+            key=lambda h: (-round(h["score"], 6), h["repo"], h["path"]),
+        )[:limit]
+        items = within_tokens([OrgSearchHit.model_validate(h) for h in hits], max_tokens)
+        first = pages[0][1] if pages else {}
+        return JSONResponse(
+            {
+                "query": first.get("query", q),
+                "question_chars": len(q),
+                "question_truncated": first.get("question_truncated", False),
+                "repositories": sum(page["repositories"] for _, page in pages),
+                "ranking": first.get("ranking"),
+                "candidates": sum(page["candidates"] for _, page in pages),
+                "truncated": len(items) < len(hits),
+                "items": [i.model_dump(mode="json") for i in items],
+                "shards": [s.shard.describe() for s, _ in pages],
+                "missing": missing,
+                "partial": bool(missing),
+            }
+        )
+
+    @app.api_route(
+        "/repositories/{repo}/{rest:path}", methods=["GET", "POST"], include_in_schema=False
+    )
+    @app.api_route("/repositories/{repo}", methods=["GET"], include_in_schema=False)
+    async def forward(request: Request, repo: str) -> Response:
+        shard = router.shard_of(repo)
+        if shard is None:  # a partition no shard serves: as the replicas say of an unknown one
+            return JSONResponse({"detail": f"unknown repository {repo!r}; see /repositories"}, 404)
+        body = await request.body()
+        headers = {k: v for k, v in request.headers.items() if k.lower() == "content-type"}
+        try:
+            answer = await router.send(
+                shard,
+                request.method,
+                request.url.path,
+                params=request.query_params,
+                content=body or None,
+                headers=headers,
+            )
+        except NoReplica as exc:
+            return JSONResponse(
+                {"detail": f"no replica of shard {shard.shard.describe()} answered ({exc})"},
+                503,
+            )
+        return Response(
+            answer.content,
+            answer.status_code,
+            media_type=answer.headers.get("content-type"),
+        )
+
+    return app
+
+
+def _summed(corpora: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    df: dict[str, int] = {}
+    names: dict[str, int] = {}
+    for corpus in corpora:
+        for term, n in corpus["df"].items():
+            df[term] = df.get(term, 0) + n
+        for name, n in corpus["names"].items():
+            names[name] = names.get(name, 0) + n
+    return {
+        "count": sum(c["count"] for c in corpora),
+        "total_length": sum(c["total_length"] for c in corpora),
+        "df": df,
+        "names": names,
+        "top": None,
+    }
+
+
+def parse_shard_spec(spec: str) -> ShardReplicas:
+    """``0-3=http://a:8765,http://b:8765`` (or ``1/2=...``): a shard and its replicas."""
+    from query.shard import parse_partitions, parse_shard
+
+    partitions, eq, urls = spec.partition("=")
+    replicas = [u.strip().rstrip("/") for u in urls.split(",") if u.strip()]
+    if not eq or not replicas:
+        raise ValueError(f"{spec!r} is not a shard like 0-3=http://host:8765[,http://...]")
+    if "/" in partitions and "-" not in partitions and "," not in partitions:
+        shard = parse_shard(partitions)
+    else:
+        shard = Shard(partitions=parse_partitions(partitions))
+    return ShardReplicas(shard, replicas)
+
+
+def check_cover(shards: Sequence[ShardReplicas], partitions: int) -> None:
+    """Every partition served by exactly one shard, or a clear refusal."""
+    owners = {p: [s.shard.describe() for s in shards if s.shard.owns(p)] for p in range(partitions)}
+    unserved = [p for p, o in owners.items() if not o]
+    twice = {p: o for p, o in owners.items() if len(o) > 1}
+    if unserved:
+        raise ValueError(f"partitions {unserved} of {partitions} are served by no shard")
+    if twice:
+        raise ValueError(f"partitions served by more than one shard: {twice}")
+    for s in shards:
+        s.shard.of(partitions)  # a named partition the topics lack is refused

@@ -1,0 +1,125 @@
+"""A sharded query tier as its own processes (issue 18): a broker, a worker, a watcher of
+three repositories, two replicas each serving one of two partitions, a replica serving
+both, and ``gazetteer route`` in front of the two shards (shard 0 listing a dead replica
+first). Through the router, org-wide search answers what the whole replica answers and
+each repository's requests reach its shard; a shard replica SIGKILLed leaves the
+router's answers partial, saying so, and its repositories 503.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from pathlib import Path
+
+import httpx
+import pytest
+
+from query.materializer import partition_of
+from tests.e2e.cli import Gazetteer, eventually, get
+from tests.gitrepo import GitRepo
+
+pytestmark = pytest.mark.e2e
+
+BOOTSTRAP = re.compile(r"^(kafka://\S+)$")
+ROUTER = re.compile(r"Gazetteer router on (http://\S+)")
+NAMES = ("payments", "gateway", "ledger")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_the_router_answers_for_its_shards_and_says_when_one_is_missing(tmp_path: Path) -> None:
+    repos = [
+        GitRepo.create(
+            tmp_path / name,
+            {
+                f"{name}/limits.py": f"def {name}_rate_limit(request):\n    return request\n",
+                f"{name}/core.py": f"class {name.title()}Service:\n    pass\n",
+            },
+        )
+        for name in NAMES
+    ]
+    data = tmp_path / "data"
+    broker = Gazetteer(["broker"], data)
+    parts: list[Gazetteer] = [broker]
+    try:
+        bootstrap = broker.wait_for_line(BOOTSTRAP).group(1)
+        env = {"GAZETTEER_PARTITIONS": "2"}
+
+        def serve(*more: str) -> Gazetteer:
+            part = Gazetteer(["--broker", bootstrap, "serve", "--port", "0", *more], data, **env)
+            parts.append(part)
+            return part
+
+        worker = Gazetteer(["--broker", bootstrap, "worker"], data, **env)
+        watch = Gazetteer(
+            ["--broker", bootstrap, "watch", *(str(r.root) for r in repos)], data, **env
+        )
+        parts += [worker, watch]
+        whole, zero, one = serve(), serve("--partitions", "0"), serve("--shard", "1/2")
+        urls = {"whole": whole.url(), "0": zero.url(), "1": one.url()}
+
+        def all_fresh() -> bool:
+            items = get(urls["whole"], "/repositories")["items"]
+            return len(items) == 3 and all(i["freshness"]["status"] == "fresh" for i in items)
+
+        eventually(all_fresh, 90, "three repositories fresh")
+        rids = sorted(i["repo"] for i in get(urls["whole"], "/repositories")["items"])
+        dead = f"http://127.0.0.1:{free_port()}"
+        router = Gazetteer(
+            [
+                "route",
+                "--port",
+                "0",
+                "--shard",
+                f"0={dead},{urls['0']}",
+                "--shard",
+                f"1/2={urls['1']}",
+            ],
+            data,
+            **env,
+        )
+        parts.append(router)
+        routed = router.wait_for_line(ROUTER).group(1)
+
+        def shards_fresh() -> bool:
+            page = get(routed, "/repositories")
+            return sorted(i["repo"] for i in page["items"]) == rids and all(
+                i["freshness"]["status"] == "fresh" for i in page["items"]
+            )
+
+        eventually(shards_fresh, 60, "both shards to hold their repositories")
+        for question in ("rate limit of a request", "PaymentsService", "ledger core"):
+            through = get(routed, "/search", q=question)
+            assert through["items"] and through["partial"] is False
+            assert [(h["repo"], h["path"], h["score"]) for h in through["items"]] == [
+                (h["repo"], h["path"], h["score"])
+                for h in get(urls["whole"], "/search", q=question)["items"]
+            ]
+        for rid in rids:
+            files = get(routed, f"/repositories/{rid}/files")
+            assert sorted(f["path"] for f in files["items"]) == sorted(
+                f["path"] for f in get(urls["whole"], f"/repositories/{rid}/files")["items"]
+            )
+        health = get(routed, "/health")
+        assert health["ready"] is True and [len(s["replicas"]) for s in health["shards"]] == [2, 1]
+
+        assert one.crash() == -9  # shard 1/2's only replica
+        on_one = [r for r in rids if partition_of(r, 2) == 1]
+        page = get(routed, "/repositories")
+        assert page["partial"] is True and page["missing"] == ["1/2"]
+        assert sorted(i["repo"] for i in page["items"]) == [r for r in rids if r not in on_one]
+        assert get(routed, "/search", q="rate limit")["partial"] is True
+        for rid in on_one:
+            answer = httpx.get(f"{routed}/repositories/{rid}/files", timeout=30)
+            assert answer.status_code == 503 and "no replica of shard 1/2" in answer.text
+        assert get(routed, "/health")["ready"] is False
+        for part in (router, watch, worker, zero, whole, broker):
+            assert part.interrupt() == 0, part.log_text()[-2000:]
+    finally:
+        for part in reversed(parts):
+            part.kill()
