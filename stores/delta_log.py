@@ -112,7 +112,7 @@ class InMemoryDeltaLog:
             if reason is None:
                 after = deltas[seek.start :]
                 return PartitionRead(list(after), seek.left_out(), seek.start, len(after))
-            log.warning(
+            refused(reason)(
                 "delta_log_seek_refused", partition=partition, start=seek.start, reason=reason
             )
         kept: list[GraphDelta] = []
@@ -164,7 +164,7 @@ class KafkaDeltaLog:
                     fetched=fetched[0],
                 )
                 return PartitionRead(deltas, seek.left_out(), seek.start, fetched[0])
-            log.warning(
+            refused(reason)(
                 "delta_log_seek_refused", partition=partition, start=seek.start, reason=reason
             )
         skipped: dict[str, int] = {}
@@ -210,6 +210,13 @@ class KafkaDeltaLog:
             for repo, (seq, offset) in begins.items():
                 offsets.note(repo, seq, offset)
         return values
+
+
+def refused(reason: str) -> Callable[..., object]:
+    """How a refused seek is logged: at info when the log is shorter than the snapshots
+    say (a broker that came back empty, as `up`'s embedded one after a restart: the
+    partition is then read from 0 as designed), else a warning (another history)."""
+    return log.info if reason.startswith("the partition ends before") else log.warning
 
 
 Keep = Callable[[bytes | None, bytes], bool]
