@@ -29,7 +29,7 @@ from query.churn.durable import SavedLedger
 from query.read_model import ReadModel
 from query.state_restore import empty_view, load_snapshot
 from stores.delta_seek import AnchorCheck, Seek, plan
-from stores.deltas import GraphDelta, peek_seq
+from stores.deltas import GraphDelta, peek_envelope, peek_seq
 from stores.state_snapshot import Continuation, SnapshotHeader
 from stores.state_topic import StateTopic, decode_offered
 
@@ -44,6 +44,7 @@ class TopicSnapshots:
         self.refused: set[str] = set()  # the log alone decides these
         self.rewind: set[str] = set()  # refused, their partition not read again yet
         self.skipped = 0  # graph-delta messages a loaded snapshot covered, not decoded
+        self.checked = 0  # messages of the snapshots' own deltas, judged by their envelope
         self.seeks: dict[int, Seek] = {}  # partition -> where its read starts
         self._checks: dict[int, AnchorCheck] = {}  # the seeks' anchors not yet all met
         self.unseek: set[int] = set()  # seeks refused: partitions to read from the start
@@ -111,7 +112,8 @@ class TopicSnapshots:
 
     def covers(self, key: bytes | None, value: bytes) -> bool:
         """Whether a graph-delta message is one a loaded snapshot covers (numbered before
-        the snapshot's own delta): to skip, undecoded."""
+        the snapshot's own delta, or that delta itself, judged by its envelope): to
+        skip, undecoded."""
         if key is None or not self.continuing:
             return False
         repo = key.decode(errors="replace")
@@ -119,10 +121,25 @@ class TopicSnapshots:
         if continuation is None:
             return False
         seq = peek_seq(value, repo)
-        if seq is None or seq >= continuation.seq:
+        if seq is None or seq > continuation.seq:
             return False
+        if seq == continuation.seq:
+            return self._own(repo, continuation, value)
         continuation.skip(seq)
         self.skipped += 1
+        return True
+
+    def _own(self, repo: str, continuation: Continuation, value: bytes) -> bool:
+        """A message (or a part) of the snapshot's own delta: judged by its envelope, its
+        records not built (the state holds them already): True, to leave it out, unless
+        it does not read so (then decoded whole, as any other)."""
+        envelope = peek_envelope(value)
+        if envelope is None or envelope.repo != repo:
+            return False
+        reason = continuation.see(envelope)
+        if reason is not None:
+            self._refuse(repo, reason)
+        self.checked += 1
         return True
 
     def admits(self, whole: GraphDelta) -> bool:
@@ -168,5 +185,5 @@ class TopicSnapshots:
     def reset(self) -> None:
         """The topics were lost: the next run loads what the new ones hold."""
         self.continuing, self.refused, self.rewind = {}, set(), set()
-        self.skipped = 0
+        self.skipped = self.checked = 0
         self.seeks, self._checks, self.unseek = {}, {}, set()

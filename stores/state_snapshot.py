@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from stores import trusted_json
-from stores.deltas import CommitRecord, GraphDelta, LeaseRecord, SourceMark
+from stores.deltas import CommitRecord, Envelope, GraphDelta, LeaseRecord, SourceMark
 from stores.framing import Frame, Rejected
 from stores.neighborhoods import NeighborhoodSnapshot
 from stores.records import EdgeRecord, FileRecord, NodeRecord, Record
@@ -306,8 +306,9 @@ class Continuation:
         """A delta before the snapshot's, left out undecoded."""
         self.before = max(self.before, seq)
 
-    def see(self, delta: GraphDelta) -> str | None:
-        """The next whole delta of the repository in log order: None while the log may
+    def see(self, delta: GraphDelta | Envelope) -> str | None:
+        """The next whole delta of the repository in log order (or the envelope of one,
+        `stores.deltas.peek_envelope`: what identifies it): None while the log may
         continue the snapshot, else why it does not."""
         if delta.seq < self.seq:
             self.skip(delta.seq)

@@ -21,7 +21,7 @@ from query.materializer import Materializer
 from query.read_model import ReadModel
 from stores.delta_log import InMemoryDeltaLog
 from stores.delta_seek import Anchor, AnchorCheck, DeltaOffsets, Seek, plan
-from stores.deltas import GraphDelta, encode_delta
+from stores.deltas import Envelope, GraphDelta, encode_delta, encode_parts, peek_envelope
 from stores.repo_state import RepoState
 from stores.state_files import StateFiles
 from stores.state_snapshot import SnapshotHeader, capture, decode, encode, read_header
@@ -349,3 +349,35 @@ async def test_the_keeper_writes_the_floor_once_every_repository_of_the_partitio
     now[0] += 1
     await keeper.tick()
     assert (files.header("app-1").offset, files.header("app-1").floor) == (55, 10)  # type: ignore[union-attr]
+
+
+async def test_the_snapshots_own_delta_is_judged_by_its_envelope_part_by_part() -> None:
+    _, deltas = fold(history(31, edits=4))
+    big = deltas[-1].model_copy(
+        update={"files_removed": tuple(f"gone/f{i:06}.py" for i in range(120_000))}
+    )
+    deltas = [*deltas[:-1], big]
+    parts = encode_parts(big)
+    assert len(parts) >= 2
+    assert {peek_envelope(p) for p in parts} == {
+        Envelope(big.repo, big.seq, big.source, big.applied_at)
+    }
+    assert peek_envelope(b"not json") is None
+    feeder = await replica_of([encode(capture(reader_fold(deltas)))])
+    snapshots = feeder._snapshots
+    assert snapshots is not None
+    for d in deltas[:-1]:
+        feeder._apply(GRAPH, b"app-1", encode_delta(d))
+    for part in parts:  # left out undecoded, each checked: none folded
+        feeder._apply(GRAPH, b"app-1", part)
+    assert (snapshots.skipped, snapshots.checked) == (len(deltas) - 1, len(parts))
+    assert feeder.model.deltas_applied == 1 and not snapshots.ended()
+    # Another event under the snapshot's number: refused at its first part.
+    other = big.model_copy(update={"applied_at": big.applied_at + 1})
+    feeder = await replica_of([encode(capture(reader_fold(deltas)))])
+    with capture_logs() as logs:
+        feeder._apply(GRAPH, b"app-1", encode_parts(other)[0])
+    assert feeder._snapshots is not None and feeder._snapshots.rewind == {"app-1"}
+    assert [e["detail"] for e in logs if e["event"] == "state_snapshot_rejected"] == [
+        f"the log's delta {big.seq} is not the one the snapshot covers"
+    ]
