@@ -195,6 +195,7 @@ async def _point(
 
     def median(from_topic: bool, key: str = "ready_s") -> float | None:
         values = [r[key] for r in runs if r["from_topic"] == from_topic]
+        values = [v for v in values if v is not None]  # None: a build that did not count
         return statistics.median(values) if values else None
 
     files = sum(len(model.repos[rid].state.files) for rid in rids.values())
