@@ -89,6 +89,10 @@ class StateKeeper:
         for state in states:  # as restored: written again at its next change
             held = min(state.seq, self.held_of(state))
             offset = self.held_offset_of(state) if held else None
+            if held and offset is None and self.offset_of(state.repo, state.seq) is not None:
+                # Kept by an older build (no offset in its header) while the log holds
+                # its delta: written again, so that readers can seek (stores/delta_seek).
+                held = 0
             self._tracked.setdefault(
                 state.repo,
                 _Tracked(state.seq, written=held, partition=partition, written_offset=offset),

@@ -381,3 +381,29 @@ async def test_the_snapshots_own_delta_is_judged_by_its_envelope_part_by_part() 
     assert [e["detail"] for e in logs if e["event"] == "state_snapshot_rejected"] == [
         f"the log's delta {big.seq} is not the one the snapshot covers"
     ]
+
+
+async def test_a_snapshot_kept_without_offset_is_written_again_once_the_log_says_where(
+    tmp_path: Path,
+) -> None:
+    index, _ = fold([Stamp().claim(), Stamp().changed("a.py", "def f")])
+    offsets = DeltaOffsets()
+    keeper = StateKeeper(
+        StateFiles(tmp_path),
+        {"app-1": index.state}.get,
+        lambda repo: None,
+        KeepPolicy(0.0, 0.0),
+        clock=lambda: 100.0,
+        held_of=lambda state: state.seq,  # kept, but by a build that wrote no offset
+        offset_of=offsets.of,
+    )
+    await keeper.restored(0, [index.state])
+    await keeper.tick()
+    assert keeper.written == 0  # where its delta begins is unknown: nothing to gain
+    offsets.note("app-1", index.state.seq, 17)  # the restore read it
+    keeper.forget(["app-1"])
+    await keeper.restored(0, [index.state])
+    await keeper.tick()
+    assert keeper.written == 1
+    header = StateFiles(tmp_path).header("app-1")
+    assert header is not None and (header.offset, header.floor) == (17, 17)
