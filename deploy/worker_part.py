@@ -24,6 +24,7 @@ from processors.neighborhoods.clustering import ClusterSettings
 from processors.neighborhoods.recluster import ReclusterSettings
 from processors.neighborhoods.reclusterer import Debounce
 from stores.delta_log import KafkaDeltaLog
+from stores.delta_seek import DeltaOffsets
 from stores.snapshot_log import KafkaSnapshotLog
 from stores.text.dense_fill import DenseFill
 from stores.vectors import VectorStore
@@ -107,10 +108,12 @@ async def _worker_generation(
             settings.recluster_quiet_ms / 1000, settings.recluster_max_wait_ms / 1000
         ),
     )
+    offsets = DeltaOffsets()  # issue 16: where each delta begins, for the snapshots
     delta_log = KafkaDeltaLog(
         cluster.bootstrap,
         settings.topics.graph_deltas,
         cluster.end_offsets,
+        offsets,
     )
     snapshot_log = KafkaSnapshotLog(
         cluster.bootstrap, settings.topics.neighborhoods, cluster.end_offsets
@@ -119,6 +122,7 @@ async def _worker_generation(
     app = create_app(
         config,
         delta_log=delta_log,
+        delta_offsets=offsets,
         snapshot_log=snapshot_log,
         dense_fill=fill,
         state_files=state_files(settings),

@@ -36,6 +36,7 @@ from processors.state_restore import CheckedDeltaLog, NeighborhoodsWithState, Sn
 from producers.metrics import produced
 from producers.topics import Topics
 from stores.dead_letters import DeadLetter
+from stores.delta_seek import DeltaOffsets
 from stores.deltas import GraphDelta, encode_parts
 from stores.heap import HeapSettler
 from stores.neighborhoods import NeighborhoodSnapshot, encode_snapshot
@@ -80,22 +81,33 @@ class FaustDeltaSink:
     ``PermanentPublishError`` instead of sending it again forever."""
 
     def __init__(
-        self, app: faust.App, topics: Topics, partition_of: Callable[[str], int] | None = None
+        self,
+        app: faust.App,
+        topics: Topics,
+        partition_of: Callable[[str], int] | None = None,
+        offsets: DeltaOffsets | None = None,
     ) -> None:
         self._app = app
         self._topics = topics
         self._partition_of = partition_of
         self._parts: dict[str, int] = {}  # repo -> parts of its last snapshot sent in parts
+        self.offsets = offsets if offsets is not None else DeltaOffsets()
 
     async def publish_deltas(self, deltas: Sequence[GraphDelta]) -> None:
         producer = self._app.producer
         topic = self._topics.graph_deltas
-        futures = [
-            await producer.send(topic, d.repo.encode(), message, None, None, None)
-            for d in deltas
-            for message in encode_parts(d)
-        ]
-        await asyncio.gather(*futures)
+        firsts: list[GraphDelta | None] = []  # the delta a message begins, else None
+        futures = []
+        for d in deltas:
+            for index, message in enumerate(encode_parts(d)):
+                futures.append(
+                    await producer.send(topic, d.repo.encode(), message, None, None, None)
+                )
+                firsts.append(d if index == 0 else None)
+        sent = await asyncio.gather(*futures)
+        for delta, metadata in zip(firsts, sent, strict=True):
+            if delta is not None:  # issue 16: the offset its snapshot's header will carry
+                self.offsets.note(delta.repo, delta.seq, metadata.offset)
         produced(topic, len(futures))
 
     async def publish_dead_letter(self, letter: DeadLetter) -> None:
@@ -168,7 +180,7 @@ def create_app(
         producer_max_request_size=MAX_DELTA_BYTES,
     )
     where = partitioner(config.partitions)
-    sink = FaustDeltaSink(app, config.topics, where)
+    sink = FaustDeltaSink(app, config.topics, where, deps.get("delta_offsets"))
     reclusterer = Reclusterer(config.recluster, config.debounce)
     fill: DenseFill | None = deps.get("dense_fill")
     embedding = None if fill is None else EmbeddingStream(fill, latest=reclusterer.snapshots.get)
@@ -197,6 +209,9 @@ def create_app(
                 reclusterer.snapshots.get,
                 publish=sink.publish_state if publishing else None,
                 held_of=lambda state: held_of(state),
+                held_offset_of=lambda state: held_offset_of(state),
+                offset_of=sink.offsets.of,
+                partition_of=where,
             )
             followers.append(keeper)
         followers.append(HeapSettler())
@@ -211,6 +226,9 @@ def create_app(
 
     def held_of(state: RepoState) -> int:
         return state.seq if restoring is None else restoring.held(state, publishing)
+
+    def held_offset_of(state: RepoState) -> int | None:
+        return None if restoring is None else restoring.held_offset(state, publishing)
 
     def state_of(repo: str) -> RepoState | None:
         index = indexing.index(where(repo), repo)

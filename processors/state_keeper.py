@@ -52,6 +52,8 @@ class _Tracked:
     acked: int = 0  # the last delta the broker acknowledged
     last_delta_at: float = 0.0
     written: int = 0  # the delta the file on disk (and the topic) covers
+    partition: int = 0
+    written_offset: int | None = None  # where that delta begins on the partition, if known
     written_at: float = float("-inf")
     first_unwritten_at: float = float("inf")  # when the first delta since it came
 
@@ -72,6 +74,12 @@ class StateKeeper:
     held_of: Callable[[RepoState], int] = lambda state: state.seq
     """The delta a restored repository's snapshot already covers where it is kept (the
     file, and the topic when publishing): less than its state's, it is written again."""
+    held_offset_of: Callable[[RepoState], int | None] = lambda state: None
+    """Where the delta `held_of` names begins on the graph-deltas partition, if known."""
+    offset_of: Callable[[str, int], int | None] = lambda repo, seq: None
+    """Where a repository's delta begins on the partition (`stores.delta_seek.DeltaOffsets`):
+    the snapshot's header says so, and a reader seeks there."""
+    partition_of: Callable[[str], int] = lambda repo: 0
     _tracked: dict[str, _Tracked] = field(default_factory=dict)
     _turns: WriteTurns = field(default_factory=lambda: WriteTurns("state_snapshot"))
     written: int = 0
@@ -80,12 +88,24 @@ class StateKeeper:
     async def restored(self, partition: int, states: Sequence[RepoState]) -> None:
         for state in states:  # as restored: written again at its next change
             held = min(state.seq, self.held_of(state))
-            self._tracked.setdefault(state.repo, _Tracked(acked=state.seq, written=held))
+            offset = self.held_offset_of(state) if held else None
+            if held and offset is None and self.offset_of(state.repo, state.seq) is not None:
+                # Kept by an older build (no offset in its header) while the log holds
+                # its delta: written again, so that readers can seek (stores/delta_seek).
+                held = 0
+            self._tracked.setdefault(
+                state.repo,
+                _Tracked(state.seq, written=held, partition=partition, written_offset=offset),
+            )
 
     def observed(self, deltas: Sequence[GraphDelta]) -> None:
         now = self.clock()
         for delta in deltas:
-            tracked = self._tracked.setdefault(delta.repo, _Tracked())
+            tracked = self._tracked.get(delta.repo)
+            if tracked is None:
+                tracked = self._tracked[delta.repo] = _Tracked(
+                    partition=self.partition_of(delta.repo)
+                )
             if tracked.acked <= tracked.written:
                 tracked.first_unwritten_at = now
             tracked.acked = max(tracked.acked, delta.seq)
@@ -142,11 +162,14 @@ class StateKeeper:
         snapshot = capture(state, self.neighborhoods_of(repo), time.time())
         captured = time.perf_counter() - started
         seq = state.seq
-        raw = await write_off_loop(lambda: self._encode_and_write(snapshot))
+        offset = self.offset_of(repo, seq)
+        floor = self._floor(repo, tracked.partition, offset)
+        raw = await write_off_loop(lambda: self._encode_and_write(snapshot, offset, floor))
         published = await self._publish(repo, seq, raw)
         if published is None:
             return  # written, not published: both again at the next tick
         tracked.written, tracked.written_at = seq, self.clock()
+        tracked.written_offset = offset
         if tracked.acked <= seq:
             tracked.first_unwritten_at = float("inf")
         self.written += 1
@@ -157,12 +180,32 @@ class StateKeeper:
             files=len(state.files),
             bytes=len(raw),
             published=published,
+            offset=offset,
+            floor=floor,
             capture_s=round(captured, 3),
             seconds=round(time.perf_counter() - started, 3),
         )
 
-    def _encode_and_write(self, snapshot: StateSnapshot) -> bytes:
-        raw = encode(snapshot)
+    def _floor(self, repo: str, partition: int, offset: int | None) -> int | None:
+        """The offset from which a reader of the partition must read once this snapshot
+        is kept: the smallest of the kept snapshots' offsets over every repository of the
+        partition this worker holds, None when one has no snapshot kept, or no offset
+        known (`stores.delta_seek.plan`)."""
+        if offset is None:
+            return None
+        floor = offset
+        for other, t in self._tracked.items():
+            if other == repo or t.partition != partition:
+                continue
+            if not t.written or t.written_offset is None:
+                return None
+            floor = min(floor, t.written_offset)
+        return floor
+
+    def _encode_and_write(
+        self, snapshot: StateSnapshot, offset: int | None, floor: int | None
+    ) -> bytes:
+        raw = encode(snapshot, offset=offset, floor=floor)
         self.files.write_bytes(snapshot.repo, raw)
         return raw
 

@@ -19,12 +19,13 @@ import structlog
 
 from processors.indexer import RepoIndex
 from stores.delta_log import PartitionRead, SkippingDeltaLog
+from stores.delta_seek import Seek, plan
 from stores.deltas import GraphDelta
 from stores.neighborhoods import NeighborhoodSnapshot
 from stores.repo_state import RepoState
 from stores.snapshot_log import SnapshotLog, keep_latest
 from stores.state_files import StateFiles
-from stores.state_snapshot import StateSnapshot, against_log
+from stores.state_snapshot import SnapshotHeader, StateSnapshot, against_log
 from stores.state_topic import Offered, StateTopic, decode_offered
 
 log = structlog.get_logger(__name__)
@@ -62,6 +63,9 @@ class SnapshotIndexes:
         self._from_topic: dict[str, StateSnapshot] = {}
         self.on_topic: dict[str, int] = {}  # repo -> the delta its topic snapshot covers
         self.restored_from: dict[str, int] = {}  # repo -> the snapshot's delta it started at
+        # (repo, delta) -> where a snapshot of it said its delta begins on the partition
+        self._anchored: dict[tuple[str, int], int] = {}
+        self.seeks: dict[int, Seek | None] = {}  # partition -> where `offer` says to start
         self.neighborhoods: dict[str, NeighborhoodSnapshot] = {}
 
     async def offer(self, partition: int) -> dict[str, int]:
@@ -69,18 +73,33 @@ class SnapshotIndexes:
         `judge`); what each repository's newest snapshot, the file's or the topic's,
         covers (repo -> delta): the log's deltas before it need not be decoded."""
         covered: dict[str, int] = {}
+        newest: dict[str, SnapshotHeader] = {}
+        unknown = False  # a snapshot this reader cannot take: its repository unknown
         if self._topic is not None:
             for repo, offered in (await self._topic.latest([partition])).items():
                 if self._partition_of(repo) != partition:
                     continue  # a message on the wrong partition: another deployment's
                 self._offered[repo] = offered
                 self.on_topic[repo] = covered[repo] = offered.header.seq
+                newest[repo] = self._anchor(offered.header)
+            unknown = partition in self._topic.troubled
         for repo in self._files.repos():
             if self._partition_of(repo) == partition:
                 header = self._files.header(repo)
-                if header is not None:
-                    covered[repo] = max(covered.get(repo, 0), header.seq)
+                if header is None:
+                    unknown = True
+                    continue
+                self._anchor(header)
+                if header.seq >= covered.get(repo, 0):
+                    newest[repo] = header
+                covered[repo] = max(covered.get(repo, 0), header.seq)
+        self.seeks[partition] = None if unknown else plan(newest.values())
         return covered
+
+    def _anchor(self, header: SnapshotHeader) -> SnapshotHeader:
+        if header.offset is not None:
+            self._anchored[(header.repo, header.seq)] = header.offset
+        return header
 
     def judge(self, repo: str, deltas: Sequence[GraphDelta], skipped_to: int = 0) -> int:
         """Keep for `__call__` the newest of the repository's snapshots that ``deltas`` (its
@@ -143,6 +162,12 @@ class SnapshotIndexes:
         """The repositories of the partition whose topic snapshot `offer` read."""
         return {repo for repo in self.on_topic if self._partition_of(repo) == partition}
 
+    def held_offset(self, state: RepoState, publishing: bool) -> int | None:
+        """Where the delta of the snapshot `held` names begins on the partition, when a
+        header said so (None: unknown, or no snapshot held)."""
+        held = self.held(state, publishing)
+        return self._anchored.get((state.repo, held)) if held else None
+
     def held(self, state: RepoState, publishing: bool) -> int:
         """What the snapshots kept of a restored repository cover: the one it started from
         (0: none), and no more than the topic's when publishing (0 when the topic's was
@@ -162,10 +187,13 @@ class CheckedDeltaLog:
     def __init__(self, inner: SkippingDeltaLog, indexes: SnapshotIndexes) -> None:
         self._inner = inner
         self._indexes = indexes
+        self.fetched: dict[int, int] = {}  # partition -> messages its last read fetched
 
     async def read_partition(self, partition: int) -> list[GraphDelta]:
         covered = await self._indexes.offer(partition)
-        read = await self._inner.read_partition_after(partition, covered)
+        seek = self._indexes.seeks.get(partition)
+        read = await self._inner.read_partition_after(partition, covered, seek)
+        self.fetched[partition] = read.fetched
         again = await self._judge(partition, read, covered)
         if not again:
             return read.deltas

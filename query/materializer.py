@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import functools
 import time
+from typing import Any
 
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -115,6 +116,7 @@ class Materializer:
         self._unsettled = 0  # records applied since the heap was last settled
         self._settle_due = False
         self.messages = 0
+        self.delta_messages = 0  # graph-delta messages fetched (issue 16: not the covered)
         self.lag: dict[str, int] = {}
         self._consumer: AIOKafkaConsumer | None = None
         self._probed: dict[TopicPartition, tuple[float, int]] = {}  # tp -> (when, end)
@@ -215,20 +217,27 @@ class Materializer:
             consumer.assign(partitions)
             await consumer.seek_to_beginning(*partitions)
             self._targets = dict(await self._end_offsets(consumer, partitions))
+            sought = self._seek(consumer)
             log.info(
                 "materializer_started",
                 partitions=len(partitions),
                 shard=self.shard.describe(),
-                backlog=sum(self._targets.values()),
+                backlog=sum(self._targets.values()) - sum(sought.values()),
+                sought=sought,
             )
             while not stop.is_set():
                 # 100 ms: an idle replica finds itself at the end of its topics ten times
                 # a second, well within what it needs to say `fresh` (CAUGHT_UP_WITHIN_S).
                 batches = await consumer.getmany(timeout_ms=100, max_records=2000)
                 for tp, messages in batches.items():
-                    if tp.topic == self._topics.graph_deltas:
+                    deltas = tp.topic == self._topics.graph_deltas
+                    if deltas:
+                        self.delta_messages += len(messages)
                         await self._preload({m.key for m in messages if m.key})
                     for message in messages:
+                        if deltas and not self._anchored(tp.partition, message):
+                            await self._read_again(consumer)
+                            break
                         self._apply(tp.topic, message.key, message.value)
                         if self._snapshots is not None and self._snapshots.rewind:
                             await self._read_again(consumer)
@@ -244,7 +253,12 @@ class Materializer:
                         continue
                     self.ready.set()
                     self.model.rebuilding = False
-                    log.info("materializer_ready", messages=self.messages, skipped=self.skipped)
+                    log.info(
+                        "materializer_ready",
+                        messages=self.messages,
+                        delta_messages=self.delta_messages,
+                        skipped=self.skipped,
+                    )
                     self._settle_due = self._unsettled >= SETTLE_AFTER_CHANGES
                 if self._settle_due:
                     self._settle()
@@ -267,15 +281,39 @@ class Materializer:
         churn = self._churn_files
         await snapshots.load(partitions, churn.load if churn is not None else lambda repo: None)
 
+    def _seek(self, consumer: AIOKafkaConsumer) -> dict[int, int]:
+        """Each graph-delta partition the snapshots say where to start (`TopicSnapshots`:
+        the covered deltas are not fetched), moved there; partition -> its start."""
+        snapshots = self._snapshots
+        if snapshots is None:
+            return {}
+        sought = {}
+        for partition, seek in sorted(snapshots.seeks.items()):
+            tp = TopicPartition(self._topics.graph_deltas, partition)
+            if seek.start >= self._targets.get(tp, 0):  # a shorter log: another history
+                snapshots.from_start([partition])
+                continue
+            consumer.seek(tp, seek.start)
+            sought[partition] = seek.start
+        return sought
+
+    def _anchored(self, partition: int, message: Any) -> bool:
+        snapshots = self._snapshots
+        return snapshots is None or snapshots.anchored(
+            partition, message.offset, message.key, message.value
+        )
+
     async def _read_again(self, consumer: AIOKafkaConsumer) -> None:
-        """The graph-delta partitions of the refused repositories, from their start."""
+        """The graph-delta partitions of the refused repositories, and those whose seek
+        was refused, from their start."""
         assert self._snapshots is not None
         count = len(consumer.partitions_for_topic(self._topics.graph_deltas) or ())
-        rewind = self._snapshots.rewind
-        tps = sorted(
-            {TopicPartition(self._topics.graph_deltas, partition_of(r, count)) for r in rewind}
-        )
+        rewind, unseek = self._snapshots.rewind, self._snapshots.unseek
+        numbers = {partition_of(r, count) for r in rewind} | unseek
+        tps = sorted(TopicPartition(self._topics.graph_deltas, p) for p in numbers)
         rewind.clear()
+        unseek.clear()
+        self._snapshots.from_start(sorted(numbers))
         await consumer.seek_to_beginning(*tps)
         log.info("graph_deltas_read_again", partitions=[tp.partition for tp in tps])
 
@@ -388,7 +426,7 @@ class Materializer:
         if self._snapshots is not None:
             self._snapshots.reset()
         self._unsettled, self._settle_due = 0, False
-        self.messages = 0
+        self.messages = self.delta_messages = 0
         self.lag = {}
 
     @property

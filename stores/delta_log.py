@@ -15,7 +15,8 @@ from typing import Protocol
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from stores.deltas import GraphDelta, assemble, decode_delta, peek_seq
+from stores.delta_seek import AnchorCheck, DeltaOffsets, Seek
+from stores.deltas import GraphDelta, assemble, decode_delta, encode_delta, peek_seq
 
 log = structlog.get_logger(__name__)
 
@@ -41,17 +42,25 @@ class PartitionRead:
 
     deltas: list[GraphDelta]
     skipped: dict[str, int] = field(default_factory=dict)
+    start: int = 0  # the offset the read began at (a `Seek`'s, when it held)
+    fetched: int = 0  # the messages fetched from the broker
 
 
 class SkippingDeltaLog(DeltaLog, Protocol):
     """A DeltaLog that can leave out what state snapshots cover (issue 16)."""
 
     async def read_partition_after(
-        self, partition: int, covered: Mapping[str, int]
+        self, partition: int, covered: Mapping[str, int], seek: Seek | None = None
     ) -> PartitionRead:
         """`read_partition` without the deltas of a repository of ``covered`` numbered
         before the delta its snapshot covers (repo -> that delta): that one is kept, so
-        that the reader can tell whether the log continues the snapshot."""
+        that the reader can tell whether the log continues the snapshot.
+
+        Given ``seek``, the read begins at its start and fetches nothing before it, once
+        its anchors are where they should be (`stores.delta_seek.AnchorCheck`); when one
+        is not, the partition is read from 0 instead (logged ``delta_log_seek_refused``).
+        ``skipped`` then names, for each anchored repository, the delta before its
+        snapshot's: left out, held by the log."""
         ...
 
 
@@ -89,53 +98,132 @@ class InMemoryDeltaLog:
         return list(self.partitions.get(partition, []))
 
     async def read_partition_after(
-        self, partition: int, covered: Mapping[str, int]
+        self, partition: int, covered: Mapping[str, int], seek: Seek | None = None
     ) -> PartitionRead:
+        """Offsets are list positions (a delta is one message here)."""
+        deltas = self.partitions.get(partition, [])
+        if seek is not None:
+            check = AnchorCheck(seek)
+            for offset in range(seek.start, len(deltas)):
+                delta = deltas[offset]
+                if not check.see(offset, delta.repo.encode(), encode_delta(delta)):
+                    break
+            reason = check.end()
+            if reason is None:
+                after = deltas[seek.start :]
+                return PartitionRead(list(after), seek.left_out(), seek.start, len(after))
+            refused(reason)(
+                "delta_log_seek_refused", partition=partition, start=seek.start, reason=reason
+            )
         kept: list[GraphDelta] = []
         skipped: dict[str, int] = {}
-        for delta in self.partitions.get(partition, []):
+        for delta in deltas:
             until = covered.get(delta.repo)
             if until is not None and delta.seq < until:
                 skipped[delta.repo] = max(skipped.get(delta.repo, 0), delta.seq)
             else:
                 kept.append(delta)
-        return PartitionRead(kept, skipped)
+        return PartitionRead(kept, skipped, 0, len(deltas))
 
 
 class KafkaDeltaLog:
     """The DeltaLog of a Kafka-protocol graph-deltas topic: one partition read from its
-    beginning to the end it had when the read started."""
+    beginning (or a `Seek`'s start) to the end it had when the read started. Given
+    ``offsets``, it notes where each repository's last delta begins (`DeltaOffsets`)."""
 
     def __init__(
         self,
         bootstrap: str,
         topic: str,
         end_offsets: EndOffsets,
+        offsets: DeltaOffsets | None = None,
     ) -> None:
         self._bootstrap = bootstrap
         self._topic = topic
         self._end_offsets = end_offsets
+        self._offsets = offsets
 
     async def read_partition(self, partition: int) -> list[GraphDelta]:
-        values = await read_values(self._bootstrap, self._topic, partition, self._end_offsets)
+        values = await self._read(partition, None)
         return assemble(decode_delta(value) for value in values)
 
     async def read_partition_after(
-        self, partition: int, covered: Mapping[str, int]
+        self, partition: int, covered: Mapping[str, int], seek: Seek | None = None
     ) -> PartitionRead:
+        if seek is not None:
+            check = AnchorCheck(seek)
+            fetched: list[int] = []
+            values = await self._read(partition, None, seek.start, check, fetched)
+            reason = check.end()
+            if reason is None:
+                deltas = assemble(decode_delta(value) for value in values)
+                log.info(
+                    "partition_read_from_snapshots",
+                    partition=partition,
+                    start=seek.start,
+                    fetched=fetched[0],
+                )
+                return PartitionRead(deltas, seek.left_out(), seek.start, fetched[0])
+            refused(reason)(
+                "delta_log_seek_refused", partition=partition, start=seek.start, reason=reason
+            )
         skipped: dict[str, int] = {}
-        keep = skipper(covered, skipped)
-        values = await read_values(
-            self._bootstrap, self._topic, partition, self._end_offsets, keep=keep
-        )
+        count: list[int] = []
+        values = await self._read(partition, skipper(covered, skipped), fetched=count)
         deltas = assemble(decode_delta(value) for value in values)
         if skipped:
             log.info("partition_read_after_snapshots", partition=partition, skipped=skipped)
-        return PartitionRead(deltas, skipped)
+        return PartitionRead(deltas, skipped, 0, count[0] if count else 0)
+
+    async def _read(
+        self,
+        partition: int,
+        keep: Keep | None,
+        start: int = 0,
+        check: AnchorCheck | None = None,
+        fetched: list[int] | None = None,
+    ) -> list[bytes]:
+        offsets = self._offsets
+        begins: dict[str, tuple[int, int]] = {}  # repo -> (seq, offset its delta begins at)
+
+        def note(offset: int, key: bytes | None, value: bytes) -> bool:
+            if check is not None and not check.see(offset, key, value):
+                return False
+            if offsets is not None and key is not None:
+                repo = key.decode(errors="replace")
+                seq = peek_seq(value, repo)
+                if seq is not None and begins.get(repo, (0, 0))[0] != seq:
+                    begins[repo] = (seq, offset)
+            return True
+
+        values = await read_values(
+            self._bootstrap,
+            self._topic,
+            partition,
+            self._end_offsets,
+            keep=keep,
+            start=start,
+            note=note if offsets is not None or check is not None else None,
+            fetched=fetched,
+        )
+        if offsets is not None and (check is None or check.failed is None):
+            for repo, (seq, offset) in begins.items():
+                offsets.note(repo, seq, offset)
+        return values
+
+
+def refused(reason: str) -> Callable[..., object]:
+    """How a refused seek is logged: at info when the log is shorter than the snapshots
+    say (a broker that came back empty, as `up`'s embedded one after a restart: the
+    partition is then read from 0 as designed), else a warning (another history)."""
+    return log.info if reason.startswith("the partition ends before") else log.warning
 
 
 Keep = Callable[[bytes | None, bytes], bool]
 """Whether `read_values` keeps a message, given its key and value."""
+Note = Callable[[int, bytes | None, bytes], bool]
+"""Told of every message `read_values` fetches (its offset, key and value) before
+``keep``; False stops the read there."""
 
 
 async def read_values(
@@ -145,9 +233,13 @@ async def read_values(
     end_offsets: EndOffsets,
     *,
     keep: Keep | None = None,
+    start: int = 0,
+    note: Note | None = None,
+    fetched: list[int] | None = None,
 ) -> list[bytes]:
-    """The values of one partition of a topic, in log order, up to its current end (those
-    ``keep`` accepts, given one)."""
+    """The values of one partition of a topic, in log order, from ``start`` (0: its
+    beginning) up to its current end (those ``keep`` accepts, given one). ``fetched``,
+    given, receives the number of messages fetched."""
     tp = TopicPartition(topic, partition)
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap,
@@ -155,19 +247,38 @@ async def read_values(
         auto_offset_reset="earliest",
     )
     await consumer.start()
+    count = 0
     try:
         consumer.assign([tp])
         end = (await end_offsets(consumer, [tp]))[tp]
         await consumer.seek_to_beginning(tp)
+        if start:
+            consumer.seek(tp, min(start, end))
         values: list[bytes] = []
-        while await consumer.position(tp) < end:
+        stopped = False
+        while not stopped and await consumer.position(tp) < end:
             batch = await consumer.getmany(tp, timeout_ms=1000, max_records=5000)
             for message in batch.get(tp, []):
                 if message.offset >= end:
                     break
-                if message.value is not None and (keep is None or keep(message.key, message.value)):
+                count += 1
+                if message.value is None:
+                    continue
+                if note is not None and not note(message.offset, message.key, message.value):
+                    stopped = True
+                    break
+                if keep is None or keep(message.key, message.value):
                     values.append(message.value)
-        log.info("partition_read", topic=topic, partition=partition, messages=len(values))
+        log.info(
+            "partition_read",
+            topic=topic,
+            partition=partition,
+            start=start,
+            fetched=count,
+            messages=len(values),
+        )
         return values
     finally:
+        if fetched is not None:
+            fetched.append(count)
         await consumer.stop()

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from sys import intern
 from typing import Any, Literal
 
+import msgspec
 import structlog
 from pydantic import Field, TypeAdapter
 
@@ -255,6 +256,46 @@ def peek_seq(raw: bytes, repo: str) -> int | None:
     if end == at or end - at > _DIGITS or end >= len(raw) or raw[end] != 44:  # b","
         return None
     return int(raw[at:end])
+
+
+class _Mark(msgspec.Struct):
+    producer: str
+    seq: int
+    emitted_at: float
+    epoch: int = 1
+
+
+class _Envelope(msgspec.Struct):
+    repo: str
+    seq: int
+    source: _Mark
+    applied_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """What identifies a delta (or one part of one: every part carries it), read without
+    building its records: enough to tell whether it is the one a state snapshot covers."""
+
+    repo: str
+    seq: int
+    source: SourceMark
+    applied_at: float
+
+
+def peek_envelope(raw: bytes) -> Envelope | None:
+    """The envelope of a graph-delta message, its lists parsed past but not built (a
+    replica checks the snapshot's own delta, 36 MB of parts for sympy's scan barrier,
+    this way), or None when it does not decode so: the caller decodes it whole."""
+    try:
+        head = msgspec.json.decode(raw, type=_Envelope)
+        mark = head.source
+        source = SourceMark(
+            producer=mark.producer, seq=mark.seq, emitted_at=mark.emitted_at, epoch=mark.epoch
+        )
+    except (msgspec.DecodeError, ValueError):
+        return None
+    return Envelope(head.repo, head.seq, source, head.applied_at)
 
 
 DELTA_PART_BYTES = 1024 * 1024

@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from stores import trusted_json
-from stores.deltas import CommitRecord, GraphDelta, LeaseRecord, SourceMark
+from stores.deltas import CommitRecord, Envelope, GraphDelta, LeaseRecord, SourceMark
 from stores.framing import Frame, Rejected
 from stores.neighborhoods import NeighborhoodSnapshot
 from stores.records import EdgeRecord, FileRecord, NodeRecord, Record
@@ -152,6 +152,15 @@ class SnapshotHeader:
     body_at: int
     body_bytes: int
     body_sha256: str
+    offset: int | None = None
+    """Where the delta ``seq`` begins on the graph-deltas partition (the offset of its
+    first message), when the writer knew it: a reader seeks there instead of fetching
+    the deltas before it (`stores.delta_seek`). Snapshots written before it have none."""
+    floor: int | None = None
+    """The offset from which a reader of the partition must read, given the snapshots
+    the writer kept of every repository of the partition when it wrote this one: the
+    smallest of their ``offset``s (a repository of the partition without a snapshot
+    would make it 0, so it is then left out)."""
 
 
 def _frame() -> Frame:
@@ -163,14 +172,23 @@ def _rejected(refusal: Rejected) -> SnapshotRejected:
     return SnapshotRejected(reason, refusal.detail)
 
 
-def encode(snapshot: StateSnapshot) -> bytes:
-    """The file's bytes: MAGIC, the header line, the compressed body (`stores.framing`)."""
-    fields = {
+def encode(
+    snapshot: StateSnapshot, *, offset: int | None = None, floor: int | None = None
+) -> bytes:
+    """The file's bytes: MAGIC, the header line, the compressed body (`stores.framing`).
+
+    ``offset`` and ``floor`` (`SnapshotHeader`) go in the header only when known: a build
+    that does not know them reads the header as before (its fields are the caller's)."""
+    fields: dict[str, object] = {
         "repo": snapshot.repo,
         "seq": snapshot.seq,
         "indexed_commit": snapshot.indexed_commit,
         "epoch": snapshot.lease.epoch if snapshot.lease is not None else 0,
     }
+    if offset is not None:
+        fields["offset"] = offset
+        if floor is not None:
+            fields["floor"] = min(floor, offset)
     return _frame().encode(fields, snapshot.model_dump_json().encode())
 
 
@@ -184,9 +202,19 @@ def _header(fields: dict[str, Any], body_at: int) -> SnapshotHeader:
             body_at=body_at,
             body_bytes=int(fields["bytes"]),
             body_sha256=str(fields["sha256"]),
+            offset=_offset(fields.get("offset")),
+            floor=_offset(fields.get("floor")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise SnapshotRejected("invalid", f"header: {exc!r}") from exc
+
+
+def _offset(value: object) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"not an offset: {value!r}")
+    return value
 
 
 def read_header(raw: bytes) -> SnapshotHeader:
@@ -278,8 +306,9 @@ class Continuation:
         """A delta before the snapshot's, left out undecoded."""
         self.before = max(self.before, seq)
 
-    def see(self, delta: GraphDelta) -> str | None:
-        """The next whole delta of the repository in log order: None while the log may
+    def see(self, delta: GraphDelta | Envelope) -> str | None:
+        """The next whole delta of the repository in log order (or the envelope of one,
+        `stores.deltas.peek_envelope`: what identifies it): None while the log may
         continue the snapshot, else why it does not."""
         if delta.seq < self.seq:
             self.skip(delta.seq)

@@ -69,6 +69,10 @@ class Offered:
 class StateTopic(Protocol):
     """Where the state snapshots of a deployment are read back from."""
 
+    troubled: set[int]
+    """The partitions whose last read met a snapshot message it could not take
+    (`Latest.troubled`): their repositories are not all known from the topic."""
+
     async def latest(self, partitions: Sequence[int]) -> dict[str, Offered]:
         """The latest snapshot message (greatest delta, then last in the log) of each
         repository on these partitions, whose header checks."""
@@ -121,12 +125,25 @@ class Latest:
 
     found: dict[str, Offered] = field(default_factory=dict)
     _parts: dict[str, _Parts] = field(default_factory=dict)
+    refused: int = 0  # messages refused (their repository may be unknown)
 
     def add(self, raw: bytes, partition: int) -> None:
         if raw.startswith(PART_MAGIC):
             self._add_part(raw, partition)
-        else:
-            keep_latest(self.found, raw, partition)
+        elif not keep_latest(self.found, raw, partition):
+            self.refused += 1
+
+    @property
+    def troubled(self) -> bool:
+        """Whether a repository of these partitions may have a snapshot this reader could
+        not take (a message refused, or the newest snapshot's parts incomplete): a reader
+        then cannot tell the partition's repositories without reading its deltas from
+        the start (`stores.delta_seek`)."""
+        found = self.found
+        return bool(self.refused) or any(
+            repo not in found or found[repo].header.seq < parts.seq
+            for repo, parts in self._parts.items()
+        )
 
     def _add_part(self, raw: bytes, partition: int) -> None:
         end = raw.find(b"\n", len(PART_MAGIC))
@@ -135,6 +152,7 @@ class Latest:
             repo, seq, digest = str(about["repo"]), int(about["seq"]), str(about["digest"])
             index, count = int(about["index"]), int(about["count"])
         except (ValueError, KeyError, TypeError) as exc:
+            self.refused += 1
             log.warning(
                 "state_snapshot_rejected",
                 source="topic",
@@ -154,6 +172,7 @@ class Latest:
         del self._parts[repo]
         whole = b"".join(held.got[i] for i in range(held.count))
         if hashlib.sha256(whole).hexdigest() != digest:
+            self.refused += 1
             log.warning(
                 "state_snapshot_rejected",
                 source="topic",
@@ -164,12 +183,14 @@ class Latest:
                 detail="the joined parts' digest differs",
             )
             return
-        keep_latest(self.found, whole, partition)
+        if not keep_latest(self.found, whole, partition):
+            self.refused += 1
 
 
-def keep_latest(found: dict[str, Offered], raw: bytes, partition: int) -> None:
+def keep_latest(found: dict[str, Offered], raw: bytes, partition: int) -> bool:
     """Keep ``raw`` if its header checks and it covers at least the delta of the one held
-    of its repository (on a broker that does not compact, the older ones stay)."""
+    of its repository (on a broker that does not compact, the older ones stay); False
+    when its header does not check (refused, logged)."""
     try:
         header = read_header(raw[:_HEADER_BYTES])
     except SnapshotRejected as rejected:
@@ -180,10 +201,11 @@ def keep_latest(found: dict[str, Offered], raw: bytes, partition: int) -> None:
             reason=rejected.reason,
             detail=rejected.detail,
         )
-        return
+        return False
     held = found.get(header.repo)
     if held is None or header.seq >= held.header.seq:
         found[header.repo] = Offered(header, raw)
+    return True
 
 
 def decode_offered(offered: Offered, *, references: bool = True) -> StateSnapshot | None:
@@ -215,12 +237,20 @@ def decode_offered(offered: Offered, *, references: bool = True) -> StateSnapsho
     return snapshot
 
 
+def _note_trouble(troubled: set[int], partitions: Sequence[int], latest: Latest) -> None:
+    if latest.troubled:
+        troubled.update(partitions)
+    else:
+        troubled.difference_update(partitions)
+
+
 class InMemoryStateTopic:
     """A StateTopic over lists (keeps every message, as a broker that does not compact):
     the test double of the Kafka reader."""
 
     def __init__(self) -> None:
         self.partitions: dict[int, list[bytes]] = {}
+        self.troubled: set[int] = set()
 
     def append(self, partition: int, raw: bytes) -> None:
         self.partitions.setdefault(partition, []).append(raw)
@@ -230,6 +260,7 @@ class InMemoryStateTopic:
         for partition in partitions:
             for raw in self.partitions.get(partition, []):
                 latest.add(raw, partition)
+        _note_trouble(self.troubled, partitions, latest)
         return latest.found
 
     async def latest_each(self, partitions: Sequence[int]) -> AsyncIterator[dict[str, Offered]]:
@@ -247,6 +278,7 @@ class KafkaStateTopic:
         self._bootstrap = bootstrap
         self._topic = topic
         self._end_offsets = end_offsets
+        self.troubled: set[int] = set()
 
     async def latest(self, partitions: Sequence[int]) -> dict[str, Offered]:
         found: dict[str, Offered] = {}
@@ -304,6 +336,7 @@ class KafkaStateTopic:
             for tp in list(pending):
                 if await consumer.position(tp) >= ends[tp]:
                     pending.discard(tp)
+        _note_trouble(self.troubled, [tp.partition for tp in tps], latest)
         (log.info if messages else log.debug)(
             "state_topic_read",
             topic=self._topic,
