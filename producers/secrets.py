@@ -26,6 +26,7 @@ import math
 import posixpath
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 REDACTED = b"[REDACTED:%s]"
@@ -43,15 +44,16 @@ class Rule:
     heuristic: bool = False  # a value of an assignment: placeholders are left alone
     bounded: bool = False  # the byte before the match is not a word character
     lowered: bool = False  # matched over the ASCII-lowercased bytes (same offsets)
+    anchors: tuple[bytes, ...] = ()  # if any: matched only where one of these starts
 
 
 def _rule(id: str, pattern: bytes, **kw: object) -> Rule:
     return Rule(id, re.compile(pattern), **kw)  # type: ignore[arg-type]
 
 
-def _token(id: str, pattern: bytes) -> Rule:
+def _token(id: str, pattern: bytes, *anchors: bytes) -> Rule:
     """A service's token: a literal prefix, searched fast, that must start a word."""
-    return _rule(id, pattern, bounded=True)
+    return _rule(id, pattern, bounded=True, anchors=anchors)
 
 
 _KEYWORDS = (
@@ -66,6 +68,12 @@ _ASSIGNMENT = (
     rb"(?:([\"'`])([^\"'`\s()]{12,200})\1|([a-z0-9+/_~=-]{12,200})(?=[\s,;]|\Z))"
 )
 
+# where a keyword of _KEYWORDS can start
+_ANCHORS = (
+    *(b"pass", b"pwd", b"secret", b"token", b"credential"),
+    *(b"api", b"access", b"private", b"auth"),
+)
+
 RULES: tuple[Rule, ...] = (
     _rule(
         "private-key",
@@ -73,7 +81,7 @@ RULES: tuple[Rule, ...] = (
         rb"[A-Za-z0-9+/=\s:,.\\\"'-]{64,}?-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----",
     ),
     _token("aws-access-token", rb"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b"),
-    _token("github-pat", rb"gh[pousr]_[0-9A-Za-z]{36}\b"),
+    _token("github-pat", rb"gh[pousr]_[0-9A-Za-z]{36}\b", b"gh"),
     _token("github-fine-grained-pat", rb"github_pat_\w{82}\b"),
     _token("gitlab-pat", rb"glpat-[\w-]{20}\b"),
     _token("slack-token", rb"xox[abeoprs]-(?:[0-9]{10,13}-)+[0-9A-Za-z-]{8,}"),
@@ -81,7 +89,9 @@ RULES: tuple[Rule, ...] = (
         "slack-webhook-url",
         rb"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{43,56}",
     ),
-    _token("stripe-access-token", rb"[sr]k_(?:test|live|prod)_[0-9A-Za-z]{10,99}\b"),
+    _token(
+        "stripe-access-token", rb"[sr]k_(?:test|live|prod)_[0-9A-Za-z]{10,99}\b", b"sk_", b"rk_"
+    ),
     _token("gcp-api-key", rb"AIza[\w-]{35}(?![\w-])"),
     _token(
         "openai-api-key",
@@ -89,10 +99,12 @@ RULES: tuple[Rule, ...] = (
     ),
     _token("anthropic-api-key", rb"sk-ant-(?:api03|admin01)-[\w-]{80,}"),
     _token("npm-access-token", rb"npm_[0-9A-Za-z]{36}\b"),
-    _token("pypi-upload-token", rb"pypi-AgEIcHlwaS5vcmc[\w-]{50,}"),
+    _token("pypi-upload-token", rb"pypi-AgEIcHlwaS5vcmc[\w-]{50,}", b"pypi-AgEI"),
     _token("sendgrid-api-token", rb"SG\.[\w-]{22}\.[\w-]{43}(?![\w-])"),
     _token("twilio-api-key", rb"SK[0-9a-fA-F]{32}\b"),
-    _token("jwt", rb"eyJ[A-Za-z0-9_-]{17,}\.eyJ[A-Za-z0-9_-]{17,}\.[A-Za-z0-9_-]{10,}={0,2}"),
+    _token(
+        "jwt", rb"eyJ[A-Za-z0-9_-]{17,}\.eyJ[A-Za-z0-9_-]{17,}\.[A-Za-z0-9_-]{10,}={0,2}", b"eyJ"
+    ),
     _rule(
         "url-credentials",  # scheme://user:password@host: only the password
         rb"://[^\s:/@\"'<>]{1,64}:([^\s:/@\"'<>]{3,128})@[\w.-]+",
@@ -114,6 +126,7 @@ RULES: tuple[Rule, ...] = (
         min_entropy=3.5,
         heuristic=True,
         lowered=True,
+        anchors=_ANCHORS,
     ),
 )
 """The redaction rules, in priority order: an earlier rule's match wins an overlap."""
@@ -161,12 +174,27 @@ def _first_group(m: re.Match[bytes], first: int) -> int | None:
     return None
 
 
+def _matches(rule: Rule, text: bytes) -> Iterator[re.Match[bytes]]:
+    """``rule``'s matches: a regex scan, or one ``match`` where each anchor occurs (a
+    ``bytes.find`` is ten times faster than a regex opening with an alternation)."""
+    if not rule.anchors:
+        yield from rule.pattern.finditer(text)
+        return
+    for anchor in rule.anchors:
+        at = text.find(anchor)
+        while at >= 0:
+            m = rule.pattern.match(text, at)
+            if m:
+                yield m
+            at = text.find(anchor, at + 1)
+
+
 def find(data: bytes) -> list[tuple[int, int, str]]:
     """The spans to redact, ``(start, end, rule id)``, sorted and non-overlapping."""
     spans: list[tuple[int, int, int, str]] = []
     lowered = data.lower()  # ASCII only: every offset stays the same
     for priority, rule in enumerate(RULES):
-        for m in rule.pattern.finditer(lowered if rule.lowered else data):
+        for m in _matches(rule, lowered if rule.lowered else data):
             group = _first_group(m, rule.group)
             if group is None:
                 continue
