@@ -11,7 +11,8 @@ on the benchmark repositories):
   number (a private key block becomes the label and as many empty lines).
 
 No maintained detector fits as a library: detect-secrets (Yelp, PyPI 1.5.0) scans line
-by line through ~25 plugins and ran at 0.1 MB/s on flask, far below what a scan reads.
+by line through ~25 plugins; its ``scan_line`` ran at 0.1 MB/s on flask, far below what
+a scan reads (docs/SECURITY.md).
 The rules are therefore our own, one compiled bytes regex each (fast: most open with a
 literal prefix), with ids and patterns taken from gitleaks' ``config/gitleaks.toml``
 (MIT) where a rule of the same id exists. The generic ``secret-assignment`` rule is the
