@@ -30,6 +30,7 @@ from producers.events import (
     LeaseClaimed,
     ScanCompleted,
 )
+from producers.secrets import REDACTED_MARK
 from producers.signing import verify
 from stores.deltas import CommitRecord, GraphDelta, LeaseRecord, SourceMark
 from stores.records import EdgeRecord, FileRecord, NodeRecord
@@ -297,7 +298,7 @@ class RepoIndex:
             content_hash=event.content_hash,
             skipped=event.skipped,
             parse_errors=parsed.parse_errors,
-            problems=parsed.problems,
+            problems=parsed.problems + _redactions(event.content),
             symbols=parsed.symbols,
             imports=parsed.imports,
             references=parsed.references,
@@ -330,3 +331,10 @@ class RepoIndex:
 
 
 __all__ = ["Position", "RepoIndex", "Verdict"]
+
+
+def _redactions(content: bytes | None) -> tuple[str, ...]:
+    """``secrets_redacted:N`` when the producer redacted N secrets (issue 19): each is
+    one ``[REDACTED:<rule>]`` label in the content (producers/secrets.py)."""
+    found = content.count(REDACTED_MARK) if content else 0
+    return (f"secrets_redacted:{found}",) if found else ()

@@ -34,6 +34,7 @@ SkipReason = Literal[
     "not_a_regular_file",
     "undecodable_name",  # the name is not UTF-8: the path is its bytes, backslash-escaped
     "unreadable_directory",  # the directory could not be listed: nothing under it is known
+    "secret_file",  # a secret by its name (.env, *.pem, id_rsa, ...): never read (issue 19)
 ]
 """Why a FileChanged carries no content. The state records it; nothing is parsed."""
 

@@ -7,6 +7,13 @@ read: more than ``max_bytes`` is ``too_large``, a NUL byte in the first 8 KiB is
 as that stays inside the repository, and anything but a regular file is skipped
 without being opened (opening a FIFO would block the producer).
 
+Secrets never leave the producer (issue 19, producers/secrets.py): a file that is a
+secret by its name, or a symlink to one, is ``secret_file`` and never read; any other
+text has its secret values redacted here, before a FileChanged is built, and
+``content_hash`` is of the redacted bytes, i.e. of what is sent (``size`` stays the
+file's own). Each redacted file is one ``secrets_redacted`` log line: the path and
+how many of each rule, never the values.
+
 Event paths are UTF-8 on the wire. A file name that is not (``b"bad\xffname.py"`` on
 disk) is still recorded, as ``undecodable_name``: its event path is the name's bytes
 decoded with ``backslashreplace`` (see ``wire_path``), i.e. the text ``bad\xffname.py``
@@ -26,8 +33,13 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+import structlog
+
 from producers.events import FileChanged, FileDeleted, Origin, SkipReason, content_hash
+from producers.secrets import redact, secret_name
 from producers.source import Draft
+
+log = structlog.get_logger()
 
 DEFAULT_MAX_BYTES = 1_000_000
 BINARY_PROBE_BYTES = 8192  # what git itself inspects to call a blob binary
@@ -42,10 +54,14 @@ class FileRead:
     content_hash: str | None
     size: int
     skipped: SkipReason | None = None
+    redactions: tuple[tuple[str, int], ...] = ()  # (rule id, count): see producers/secrets.py
 
     def changed(
         self, path: str, *, origin: Origin, commit: str | None, working_tree: bool
     ) -> Draft:
+        if self.redactions:
+            count = sum(n for _, n in self.redactions)
+            log.info("secrets_redacted", path=path, count=count, rules=dict(self.redactions))
         return Draft(
             FileChanged,
             {
@@ -71,13 +87,16 @@ def skip(reason: SkipReason, size: int = 0) -> FileRead:
 
 
 def classify(data: bytes, *, max_bytes: int, size: int | None = None) -> FileRead:
-    """Contents (work tree or blob) to FileRead: too large, binary, or inline."""
+    """Contents (work tree or blob) to FileRead: too large, binary, or inline with its
+    secrets redacted."""
     size = len(data) if size is None else size
     if size > max_bytes or len(data) > max_bytes:
         return skip("too_large", max(size, len(data)))
     if b"\0" in data[:BINARY_PROBE_BYTES]:
         return skip("binary", size)
-    return FileRead(content=data, content_hash=content_hash(data), size=size)
+    redacted = redact(data)
+    sent = redacted.content
+    return FileRead(sent, content_hash(sent), size, redactions=redacted.counts)
 
 
 def portable(path: str) -> bool:
@@ -130,6 +149,8 @@ def read_work_file(root: Path, path: str, *, max_bytes: int) -> FileRead | None:
     # A symlinked file *or* a symlinked parent directory may lead out of the root.
     if not target.is_relative_to(root.resolve()):
         return skip("symlink_outside_repository")
+    if secret_name(path) or secret_name(target.relative_to(root.resolve()).as_posix()):
+        return skip("secret_file", st.st_size if stat.S_ISREG(st.st_mode) else 0)
     if stat.S_ISLNK(st.st_mode):
         try:
             st = target.stat()

@@ -30,6 +30,7 @@ import structlog
 from producers.events import CommitCompleted, CommitObserved, ScanCompleted
 from producers.file_reader import FileRead, classify, deleted, portable, resolve_link, skip
 from producers.git import GITLINK_MODE, SYMLINK_MODE, Blob, CommitInfo, Git, GitError, TreeChange
+from producers.secrets import secret_name
 from producers.source import Draft, Source
 
 log = structlog.get_logger()
@@ -105,10 +106,12 @@ def classify_blob(mode: str | None, blob: Blob | None, max_bytes: int) -> FileRe
 def read_commit_files(
     git: Git, commit: str, changes: Sequence[TreeChange], max_bytes: int
 ) -> dict[str, FileRead]:
-    """The new contents of every changed path: one ``cat-file`` batch for them all."""
+    """The new contents of every changed path: one ``cat-file`` batch for them all
+    (a secret by its name is not read: ``secret_file``)."""
     entries = {c.path: c for c in changes if c.status != "D"}
+    reads = {p: skip("secret_file") for p in entries if secret_name(p)}
+    entries = {p: c for p, c in entries.items() if p not in reads}
     blobs = git.blobs([c.blob for c in entries.values() if c.blob], max_bytes)
-    reads = {}
     for path, c in entries.items():
         blob = blobs.get(c.blob) if c.blob else None
         if c.mode == SYMLINK_MODE:
@@ -126,6 +129,8 @@ def _follow_link(git: Git, commit: str, path: str, blob: Blob | None, max_bytes:
         target = resolve_link(path, blob.data.decode("utf-8", "surrogateescape"), str(git.root))
         if target is None:
             return skip("symlink_outside_repository")
+        if secret_name(target):
+            return skip("secret_file")
         entry = git.tree_entries(commit, [target]).get(target)
         if entry is None:
             return skip("unreadable")  # dangling

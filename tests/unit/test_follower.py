@@ -194,3 +194,23 @@ async def test_the_follower_stops_when_asked(tmp_path: Path):
     stop.set()
     await asyncio.wait_for(task, 1.0)
     assert summary(sink.events)[-1] == ("commit_completed", sha)
+
+
+async def test_a_committed_secret_is_skipped_by_name_or_redacted(tmp_path: Path):
+    repo = GitRepo.create(tmp_path / "r", {"a.py": "1"})
+    follower, _, sink = make_follower(repo, max_bytes=1000)
+    aws = "AKIA" + "Z7Q3R5T2W4Y6U3P7"
+    repo.write(".env", f"AWS={aws}\n")
+    repo.write("conf.py", f"AWS = '{aws}'\n")
+    (repo.root / "env.txt").symlink_to(".env")
+    sha = repo.commit("secrets")
+
+    assert await follower.poll_once()
+
+    changed = {e.path: e for e in sink.events if isinstance(e, FileChanged)}
+    assert {p: (e.skipped, e.content) for p, e in changed.items()} == {
+        ".env": ("secret_file", None),
+        "conf.py": (None, b"AWS = '[REDACTED:aws-access-token]'\n"),
+        "env.txt": ("secret_file", None),
+    }
+    assert all(e.commit == sha for e in changed.values())

@@ -161,6 +161,15 @@ def test_skipped_file_is_recorded_with_its_reason_and_no_symbols() -> None:
     assert set(index.state.nodes) == {"dir:", "file:logo.png"}
 
 
+def test_a_file_the_producer_redacted_says_how_many_secrets_in_its_problems() -> None:
+    index, s = claimed()
+    text = 'A = "[REDACTED:aws-access-token]"\nB = "[REDACTED:secret-assignment]"\ndef f'
+    index.handle(s.changed("a.py", text), now=1.0)
+    index.handle(s.changed("b.py", "def g"), now=1.0)
+    assert index.state.files["a.py"].problems == ("secrets_redacted:2",)
+    assert index.state.files["b.py"].problems == ()
+
+
 def test_full_scan_of_a_new_session_removes_files_it_did_not_report() -> None:
     index, first = claimed("p1")
     second = Stamp(producer="p2", epoch=2)
