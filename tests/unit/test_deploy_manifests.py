@@ -145,7 +145,7 @@ def test_kustomize_renders_every_manifest_into_the_namespace() -> None:
 
 def test_every_container_has_resource_requests_and_limits() -> None:
     containers = list(pod_containers())
-    assert len(containers) == 5
+    assert len(containers) == 7
     for where, container in containers:
         resources = container.get("resources", {})
         for bound in ("requests", "limits"):
@@ -156,6 +156,8 @@ def test_every_gazetteer_container_has_probes_the_image_can_run() -> None:
     gazetteer = [(w, c) for w, c in pod_containers() if runs_gazetteer(c["image"])]
     assert sorted(w for w, _ in gazetteer) == [
         "Deployment/query",
+        "Deployment/query-0",
+        "Deployment/query-1",
         "Deployment/worker",
         "StatefulSet/watcher",
     ]
@@ -178,6 +180,30 @@ def test_query_replicas_are_ready_only_once_the_read_side_caught_up() -> None:
     assert service["spec"]["selector"] == query["spec"]["selector"]["matchLabels"]
     assert service["spec"]["ports"][0]["targetPort"] == port["name"]
     assert port["containerPort"] == int(configmap()["GAZETTEER_PORT"])
+
+
+def test_the_router_covers_every_partition_with_the_shard_services() -> None:
+    """Service "query" is the router; each --shard names a shard's Service, whose
+    Deployment serves exactly that shard and accepts the Host the router sends."""
+    from query.router import check_cover, parse_shard_spec
+
+    (router,) = [d for d in of_kind("Deployment") if d["metadata"]["name"] == "query"]
+    (container,) = router["spec"]["template"]["spec"]["containers"]
+    args = container["args"]
+    assert args[0] == "route"
+    specs = [parse_shard_spec(a) for a in _parser().parse_args(args).shards]
+    check_cover(specs, int(configmap()["GAZETTEER_PARTITIONS"]))
+    services = {d["metadata"]["name"]: d for d in of_kind("Service")}
+    for spec in specs:
+        (url,) = spec.replicas
+        name, port = url.removeprefix("http://").split(":")
+        (shard,) = [d for d in of_kind("Deployment") if d["metadata"]["name"] == name]
+        (served,) = shard["spec"]["template"]["spec"]["containers"]
+        assert served["args"] == ["serve", "--shard", spec.shard.describe()], name
+        env = {e["name"]: e["value"] for e in served["env"]}
+        assert name in env["GAZETTEER_ALLOWED_HOSTS"].split(","), name
+        assert services[name]["spec"]["selector"] == shard["spec"]["selector"]["matchLabels"]
+        assert int(port) == services[name]["spec"]["ports"][0]["port"]
 
 
 def test_the_worker_autoscaler_stops_at_the_partition_count() -> None:
@@ -289,10 +315,14 @@ def test_compose_runs_kafka_in_kraft_mode_qdrant_workers_replicas_and_a_watcher(
     assert kafka["image"].startswith("apache/kafka:")
     assert kafka["environment"]["KAFKA_PROCESS_ROLES"] == "broker,controller"
     assert services["qdrant"]["image"].startswith("qdrant/qdrant:")
-    assert sorted(gazetteer_services()) == ["query", "watcher", "worker"]
+    assert sorted(gazetteer_services()) == ["query-0", "query-1", "router", "watcher", "worker"]
     partitions = int(services["worker"]["environment"]["GAZETTEER_PARTITIONS"])
     assert 1 <= services["worker"]["deploy"]["replicas"] <= partitions
-    assert services["query"]["deploy"]["replicas"] >= 2
+    assert all(services[f"query-{i}"]["deploy"]["replicas"] >= 2 for i in range(2))
+    router = _parser().parse_args(services["router"]["command"])
+    from query.router import check_cover, parse_shard_spec
+
+    check_cover([parse_shard_spec(s) for s in router.shards], partitions)
     (repos,) = services["watcher"]["volumes"]
     assert (repos["target"], repos["read_only"]) == ("/repos", True)
 
