@@ -43,10 +43,11 @@ from query.service import (
     QueryRefused,
     QueryService,
 )
-from query.service.repositories import FreshnessStatus
+from query.service.repositories import FreshnessStatus, RepositoryOrder
 from stores.freshness import Freshness
 
 MAX_PAGE = 1000
+SORT = Query("repo", description="order: repo, name, files or indexed_at; '-' first: descending")
 STATUS = Query(None, description="only the repositories of this freshness status")
 
 HTTP_STATUS: dict[type[QueryRefused], int] = {
@@ -142,10 +143,16 @@ def create_api(
         status: FreshnessStatus | None = STATUS,
         offset: int = Query(0, ge=0),
         limit: int = Query(100, ge=1, le=MAX_PAGE),
+        language: str | None = Query(
+            None, max_length=50, description="only repositories with files of it, e.g. 'go'"
+        ),
+        sort: RepositoryOrder = SORT,
     ) -> RepositoryList:
-        """The indexed repositories with their counts and freshness, by id, filtered and
-        paged, with the true total."""
-        return service.repositories(name=name, status=status, offset=offset, limit=limit)
+        """The indexed repositories with their counts, languages and freshness, filtered,
+        sorted (by id by default) and paged, with the true total."""
+        return service.repositories(
+            name=name, status=status, offset=offset, limit=limit, language=language, sort=sort
+        )
 
     @api.get("/repositories/{repo}", response_model=Repository)
     async def one_repository(repo: str) -> Repository:

@@ -27,7 +27,7 @@ import asyncio
 import itertools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 import httpx
 import structlog
@@ -37,6 +37,7 @@ from fastapi.responses import JSONResponse
 from query.host_check import HostCheck, HostRule
 from query.materializer import partition_of
 from query.retrieval_schemas import OrgSearchHit
+from query.service.repositories import RepositoryOrder, repository_key
 from query.service.retrieval import within_tokens
 from query.shard import Shard
 
@@ -145,6 +146,9 @@ def create_router_app(router: Router, *, hosts: HostRule | None = None) -> FastA
     @app.get("/repositories")
     async def repositories(request: Request) -> JSONResponse:
         params = dict(request.query_params)
+        if params.get("sort", "repo") not in get_args(RepositoryOrder):
+            orders = ", ".join(get_args(RepositoryOrder))
+            return JSONResponse({"detail": f"sort: one of {orders}"}, 422)
         offset = int(params.pop("offset", 0) or 0)
         limit = int(params.pop("limit", 100) or 100)
         params.update(offset="0", limit=str(min(offset + limit, 1000)))
@@ -153,7 +157,8 @@ def create_router_app(router: Router, *, hosts: HostRule | None = None) -> FastA
             return await router.json_of(shard, "GET", "/repositories", params=params)
 
         got, missing = await router.each(ask)
-        items = sorted((i for _, page in got for i in page["items"]), key=lambda i: i["repo"])
+        order = repository_key(params.get("sort", "repo"))
+        items = sorted((i for _, page in got for i in page["items"]), key=order)
         return JSONResponse(
             {
                 "total": sum(page["total"] for _, page in got),

@@ -37,6 +37,9 @@ class Repository(BaseModel):
     )
     branch: str | None
     files: int
+    languages: dict[str, int] = Field(
+        description="files per language, most first (the first five), lowercase"
+    )
     symbols: int
     edges: int
     dead_letters: int

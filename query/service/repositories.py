@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import fnmatch
-from typing import Literal
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
 
 from query.read_model import RepoView
 from query.schemas import (
@@ -27,6 +28,36 @@ from stores.records import FileRecord
 MAX_FENCED = 20  # older leases listed per repository
 GLOB_CHARS = frozenset("*?[")
 FreshnessStatus = Literal["fresh", "stale", "updating"]
+RepositoryOrder = Literal[
+    "repo", "-repo", "name", "-name", "files", "-files", "indexed_at", "-indexed_at"
+]
+LANGUAGES_SHOWN = 5  # a repository's languages listed, most files first
+
+
+def repository_key(order: str) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+    """The sort key of a listed repository (its JSON) for ``order``: a field, ``-`` for
+    descending; ties, and a missing value (a name not yet known, never indexed), by
+    id. The router sorts the shards' pages with the same key."""
+    field = order.lstrip("-")
+    descending = order.startswith("-")
+
+    def key(item: Mapping[str, Any]) -> tuple[Any, ...]:
+        value = item["freshness"].get("indexed_at") if field == "indexed_at" else item[field]
+        if value is None:
+            return (1, 0, item["repo"])
+        if isinstance(value, str):
+            value = value.lower()
+            return (
+                (0, value, item["repo"]) if not descending else (0, _inverted(value), item["repo"])
+            )
+        return (0, -value if descending else value, item["repo"])
+
+    return key
+
+
+def _inverted(text: str) -> tuple[int, ...]:
+    """A string's descending order as an ascending key."""
+    return (*(-ord(c) for c in text), 1)
 
 
 def root_name(root: str) -> str:
@@ -73,17 +104,40 @@ class RepositoryAnswers(ServiceBase):
         status: FreshnessStatus | None = None,
         offset: int = 0,
         limit: int = 100,
+        language: str | None = None,
+        sort: RepositoryOrder = "repo",
     ) -> RepositoryList:
-        """The indexed repositories by id, filtered by name and freshness, paged."""
+        """The indexed repositories, filtered by name, freshness and language (any of
+        its files), in ``sort`` order (by id by default), paged."""
         repos = self.model.repos
         matched = [
             r
             for r in sorted(repos)
             if (name is None or name_matches(name, r, repos[r]))
             and (status is None or self.model.freshness(r).status == status)
+            and (language is None or language.lower() in self._languages(repos[r]))
         ]
-        page = [self._repository(repos[r]) for r in matched[offset : offset + limit]]
+        if sort == "repo":
+            chosen = matched[offset : offset + limit]
+            page = [self._repository(repos[r]) for r in chosen]
+        else:  # every match listed to be sorted: the counts are the state's, kept per version
+            listed = [self._repository(repos[r]) for r in matched]
+            key = repository_key(sort)
+            page = sorted(listed, key=lambda r: key(r.model_dump()))[offset : offset + limit]
         return RepositoryList(total=len(matched), offset=offset, limit=limit, items=page)
+
+    def _languages(self, view: RepoView) -> dict[str, int]:
+        """Files per language (lowercase), most first, per state version."""
+
+        def count() -> dict[str, int]:
+            found: dict[str, int] = {}
+            for record in view.state.files.values():
+                if record.language:
+                    lang = record.language.lower()
+                    found[lang] = found.get(lang, 0) + 1
+            return dict(sorted(found.items(), key=lambda kv: (-kv[1], kv[0])))
+
+        return self._cache.get(view, "languages", count)
 
     def repository(self, repo: str) -> Repository:
         return self._repository(self.view(repo))
@@ -98,6 +152,7 @@ class RepositoryAnswers(ServiceBase):
             name=root_name(view.status.root) if view.status else None,
             branch=state.branch or (view.status.branch if view.status else None),
             files=len(state.files),
+            languages=dict(list(self._languages(view).items())[:LANGUAGES_SHOWN]),
             symbols=sum(len(r.symbols) for r in state.files.values()),
             edges=len(state.edges),
             dead_letters=view.dead_letters,
