@@ -121,7 +121,8 @@ def _parser() -> argparse.ArgumentParser:
 def _eval_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """``gazetteer eval``: measure retrieval on a benchmark (``localize``), score its
     ranked functions (``functions``) and fit the ranking weights on what it measured
-    (``tune``); run by deploy/eval_cli.py."""
+    (``tune``; ``learn``: the defaults off Python, on every split pooled); run by
+    deploy/eval_cli.py."""
     evaluate = sub.add_parser("eval", help="measure retrieval on a benchmark")
     tasks = evaluate.add_subparsers(dest="task", required=True)
     localize = tasks.add_parser(
@@ -162,6 +163,21 @@ def _eval_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
         "--signals", type=Path, required=True, help="the *.signals.jsonl of `eval localize`"
     )
     tune.add_argument("--out", type=Path, required=True, help="the ranking profile, JSON")
+    learn = tasks.add_parser(
+        "learn",
+        help="learn the default weights of non-Python files on every split pooled, with "
+        "repositories held out (query/search/family_tuning.py)",
+    )
+    learn.add_argument(
+        "--split",
+        nargs=2,
+        type=Path,
+        action="append",
+        required=True,
+        metavar=("DATASET", "SIGNALS"),
+        help="a dataset and the *.signals.jsonl `eval localize` wrote for it (repeat)",
+    )
+    learn.add_argument("--out", type=Path, required=True, help="the weights and scores, JSON")
 
 
 def _ranking_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

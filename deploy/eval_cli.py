@@ -1,6 +1,6 @@
 """``gazetteer eval``: measure retrieval on a benchmark (``localize``), score the functions
-it ranked (``functions``) and fit the ranking weights on what it measured (``tune``). Its
-arguments: deploy/cli.py."""
+it ranked (``functions``), fit the ranking weights on what it measured (``tune``) and learn
+the defaults off Python on every split pooled (``learn``). Its arguments: deploy/cli.py."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 import sys
 
 from deploy.eval_functions import run as run_functions
+from deploy.eval_learn import run as run_learn
 from deploy.eval_localize import run as run_localize
 from deploy.eval_tune import run as run_tune
 from deploy.settings import Settings
@@ -18,6 +19,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     """The task ``args`` name; ``settings`` only set the logging up (in deploy/cli.py)."""
     if args.task == "tune":
         return tune(args)
+    if args.task == "learn":
+        return learn(args)
     if args.task == "functions":
         return functions(args)
     if not args.dataset.is_file():
@@ -61,4 +64,20 @@ def tune(args: argparse.Namespace) -> int:
         return 2
     print(json.dumps(found["scores"], indent=1))
     print(f"weights {found['weights']} in {args.out}")
+    return 0
+
+
+def learn(args: argparse.Namespace) -> int:
+    pairs = [(dataset, signals) for dataset, signals in args.split]
+    for given in (path for pair in pairs for path in pair):
+        if not given.is_file():
+            print(f"gazetteer eval learn: no file {given}", file=sys.stderr)
+            return 2
+    try:
+        found = run_learn(pairs, args.out)
+    except ValueError as exc:
+        print(f"gazetteer eval learn: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(found["scores"]["learned_cross_validated"], indent=1))
+    print(f"off-Python weights {found['off_python']} in {args.out}")
     return 0

@@ -35,8 +35,11 @@ stem (``sessions``). Each file gets signals in [0, 1]:
   points): the fixed file is far more often the named file itself than a neighbor of
   it. They are there for `gazetteer eval tune` on a deployment's own history.
 
-The score is the weighted sum (`RankWeights`, tunable). Files that the question names
-are candidates even when BM25 does not retrieve them.
+The score is the weighted sum (`RankWeights`, tunable). Without a profile of its own a
+Python file is weighed by `RankWeights()` and any other file by `OFF_PYTHON` (learned on
+the pooled development splits, docs/RETRIEVAL_MULTILANG.md); a profile, once set, weighs
+every file. Files that the question names are candidates even when BM25 does not
+retrieve them.
 """
 
 from __future__ import annotations
@@ -121,6 +124,26 @@ class RankWeights:
         return cls(**parsed)
 
 
+OFF_PYTHON = RankWeights(
+    symbol=0.15, structural=0.2, frame=0.1, source=1.0, imports=0.15, graph=0.05
+)
+"""The default weights of a file not in Python (Go, Java, JavaScript, Rust, TypeScript,
+and files of no language), learned by `gazetteer eval learn` on the three development
+splits pooled (194 instances, 16 repositories), Python's weights held at their defaults:
+coordinate search, objective Acc@1 + Acc@5 + Acc@10 + MRR. Cross-validated with each
+repository held out, the multi-language split went from Acc@1/5/10 25.4/46.6/64.4 to
+28.8/51.7/67.8 (Python's splits unchanged). Off Python a rare name is weaker evidence
+(symbol 0.15, not 0.6) and being source stronger (1.0); ``session`` and ``dense_rrf``
+keep their defaults (no benchmark signal)."""
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+def is_python_path(path: str) -> bool:
+    """The files `RankWeights()` weighs by default; every other file takes `OFF_PYTHON`."""
+    return path.endswith(PYTHON_SUFFIXES)
+
+
 @dataclass(frozen=True, slots=True)
 class Proximity:
     """Where files sit in the graph: ``linked(path)``, the files it imports or
@@ -196,14 +219,14 @@ def rank(
 
     ``definers``: symbol name -> files defining it; ``paths``: the files retrieval
     knows (a named file outside them is ignored); ``proximity``: for the ``imports``
-    and ``graph`` signals (without it they are not computed).
+    and ``graph`` signals (without it they are not computed). ``weights``: every file's;
+    without them a Python file's are `RankWeights()`, any other file's `OFF_PYTHON`.
 
     Ranked as one of several repositories (`query.org_search`): ``hits``, the BM25
     files scored with the corpus's statistics; ``text_top``, the best of them over
     every repository (what ``text`` is divided by); ``name_files``, how many files of
     every repository define each name (what ``symbol`` is divided by).
     """
-    weights = weights or RankWeights()
     importance = importance or {}
     question = question_read(question)
     said = mentions(question)
@@ -266,9 +289,13 @@ def rank(
             signals[path]["session"] = recent[path]
     if proximity is not None:
         _proximity(signals, proximity)
-    weighted = _weighted(weights)
+    if weights is not None:
+        python = other = _weighted(weights)
+    else:
+        python, other = _weighted(RankWeights()), _weighted(OFF_PYTHON)
     ranked = [
-        RankedFile(path, _score(s, weighted), best.get(path), s) for path, s in signals.items()
+        RankedFile(path, _score(s, python if is_python_path(path) else other), best.get(path), s)
+        for path, s in signals.items()
     ]
     ranked.sort(key=lambda r: (-round(r.score, 9), r.path))
     return ranked[:limit]

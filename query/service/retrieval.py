@@ -34,9 +34,11 @@ from query.search.context_pack import ContextPack, file_context, render
 from query.search.context_pack import symbol_context as symbol_pack
 from query.search.ranking import (
     MAX_QUESTION_CHARS,
+    OFF_PYTHON,
     Proximity,
     RankedFile,
     RankWeights,
+    is_python_path,
     question_read,
 )
 from query.service.base import ServiceBase
@@ -44,7 +46,7 @@ from query.service.errors import InvalidArguments, NotFound
 from query.service.repositories import name_matches
 from stores.freshness import Freshness
 from stores.ranking import EVERY_REPOSITORY
-from stores.records import ChunkRecord
+from stores.records import CONFIG_LANGUAGES, ChunkRecord
 
 READ_LINES = 40  # the lines an agent should read first
 
@@ -108,8 +110,15 @@ class RetrievalAnswers(ServiceBase):
         return held[1] if held is not None else None
 
     def _proximity(self, view: RepoView, weights: RankWeights | None) -> Proximity | None:
-        """The graph around the named files, when the weights read it (not by default)."""
-        if weights is None or not weights.uses_proximity:
+        """The graph around the named files, when the weights read it: a profile's, or by
+        default `OFF_PYTHON`'s in a repository with source code not in Python (Python's
+        default weights do not read it, and a Python repository does not pay for it)."""
+        if weights is not None and not weights.uses_proximity:
+            return None
+        if weights is None and not (
+            OFF_PYTHON.uses_proximity
+            and self._cache.get(view, "off_python", lambda: _has_code_off_python(view))
+        ):
             return None
         return self._cache.get(
             view, "proximity", lambda: proximity_of(self._adjacency(view), membership_of(view))
@@ -392,4 +401,14 @@ def context_out(
         ],
         reasoning=list(pack.reasoning),
         freshness=freshness,
+    )
+
+
+def _has_code_off_python(view: RepoView) -> bool:
+    """Whether the repository holds source code in a language other than Python."""
+    return any(
+        record.language not in (None, "python")
+        and record.language not in CONFIG_LANGUAGES
+        and not is_python_path(path)
+        for path, record in view.state.files.items()
     )

@@ -226,3 +226,35 @@ def test_a_long_question_is_ranked_by_its_beginning_and_the_answer_says_so(
     assert pack["targets"][0].startswith("app/sessions.py")
     by_symbol = client.get("/repositories/app-1/context", params={"symbol": "Session.send"})
     assert by_symbol.json()["question_truncated"] is None
+
+
+JS_FILES = {
+    "web/session.js": (
+        'import { Response } from "./models.js";\n\n'
+        "export class Session {\n"
+        "  resolveRedirects(resp) {\n"
+        "    return new Response(resp).iterContent(1);\n"
+        "  }\n"
+        "}\n"
+    ),
+    "web/models.js": (
+        "export class Response {\n  iterContent(size) {\n    return [size];\n  }\n}\n"
+    ),
+}
+
+
+def test_by_default_a_repository_with_code_not_in_python_reads_the_graph() -> None:
+    model, index, stamp = ReadModel(clock=lambda: 1002.0), RepoIndex("web-1"), Stamp()
+    events = [stamp.changed(p, t, origin="scan") for p, t in JS_FILES.items()]
+    for event in [stamp.claim(), *events, stamp.scan_completed("c1")]:
+        delta = index.handle(event, now=1000.0)
+        assert delta is not None
+        model.apply_delta(delta)
+    client = TestClient(create_api(model, ready=lambda: True))
+    found = client.get(
+        "/repositories/web-1/search", params={"q": "resolveRedirects fails on a response"}
+    )
+    by_path = {hit["path"]: hit["signals"] for hit in found.json()["items"]}
+    assert by_path["web/session.js"]["symbol"] == 1.0
+    # OFF_PYTHON weighs imports: models.js, imported by the named session.js, is near it.
+    assert by_path["web/models.js"]["imports"] == pytest.approx(1 / 3)

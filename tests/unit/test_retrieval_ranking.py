@@ -7,8 +7,10 @@ import pytest
 from processors.indexer import RepoIndex
 from query.retrieval import RepoRetrieval
 from query.search.ranking import (
+    OFF_PYTHON,
     Proximity,
     RankWeights,
+    is_python_path,
     is_source,
     mentions,
     module_path,
@@ -162,3 +164,29 @@ def test_files_near_a_named_file_get_the_imports_and_graph_signals() -> None:
 def test_without_a_named_file_nothing_is_near() -> None:
     near = retrieval().search("the response body chunks", limit=3, proximity=NEAR)
     assert all("imports" not in r.signals and "graph" not in r.signals for r in near)
+
+
+def test_by_default_files_not_in_python_take_the_off_python_weights() -> None:
+    index, stamp, found = RepoIndex("mixed-1"), Stamp(), RepoRetrieval()
+    found.apply(stamp.claimed(index))
+    for path, text in {
+        "svc/serve.go": "package svc\n\nfunc ServeThing() {}\n",
+        "svc/serve.py": "def ServeThing():\n    pass\n",
+    }.items():
+        delta = index.handle(stamp.changed(path, text), now=1.0)
+        assert delta is not None
+        found.apply(delta)
+
+    def weighed(signals: dict[str, float], weights: RankWeights) -> float:
+        return sum(w * signals.get(name, 0.0) for name, w in weights.as_dict().items())
+
+    by_default = {r.path: r for r in found.search("ServeThing is slow", limit=5)}
+    go, py = by_default["svc/serve.go"], by_default["svc/serve.py"]
+    assert go.signals["symbol"] == py.signals["symbol"] == 0.5  # two files define it
+    assert go.score == pytest.approx(weighed(go.signals, OFF_PYTHON))
+    assert py.score == pytest.approx(weighed(py.signals, RankWeights()))
+    assert go.score != pytest.approx(weighed(go.signals, RankWeights()))
+    # A profile weighs every file alike.
+    given = {r.path: r for r in found.search("ServeThing is slow", limit=5, weights=RankWeights())}
+    assert given["svc/serve.go"].score == pytest.approx(weighed(go.signals, RankWeights()))
+    assert is_python_path("a/b.py") and is_python_path("a/b.pyi") and not is_python_path("a.go")
