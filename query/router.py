@@ -5,7 +5,8 @@ key is on (`query.materializer.partition_of`, the producers' partitioner) and ea
 shard's partitions (`query.shard`), and nothing else:
 
 - a repository's request (``/repositories/{repo}/...``, any method) goes to a replica
-  of its shard, the next replica of the shard when one does not answer or answers
+  of its shard (the answer's ``Gazetteer-Shard`` and ``Gazetteer-Replica`` headers say
+  which), the next replica of the shard when one does not answer or answers
   502/503/504 (the replicas of a shard are interchangeable), and comes back as the
   replica answered it; no replica left: 503 naming the shard;
 - ``/repositories`` asks every shard and merges the pages by repository id (totals
@@ -245,6 +246,11 @@ def create_router_app(router: Router, *, hosts: HostRule | None = None) -> FastA
             answer.content,
             answer.status_code,
             media_type=answer.headers.get("content-type"),
+            # Which shard answered, and which of its replicas (the body is the replica's).
+            headers={
+                "Gazetteer-Shard": shard.shard.describe(),
+                "Gazetteer-Replica": str(answer.url.copy_with(path="/", query=None)).rstrip("/"),
+            },
         )
 
     return app

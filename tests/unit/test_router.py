@@ -19,6 +19,7 @@ from tests.unit.test_org_search import QUESTIONS, REPOS
 
 PARTITIONS = 4
 FIRST = partition_of("billing", PARTITIONS)
+REST = frozenset(set(range(PARTITIONS)) - {FIRST})
 
 
 class Down(httpx.AsyncBaseTransport):
@@ -113,6 +114,9 @@ async def test_a_repositorys_requests_go_to_its_shard_and_past_a_replica_down(
         for path in (f"/repositories/{repo}", f"/repositories/{repo}/files?limit=5"):
             answer, expected = await routed.get(path), await whole.get(path)
             assert answer.status_code == 200, (path, answer.text)
+            on_a = partition_of(repo, PARTITIONS) == FIRST
+            assert answer.headers["gazetteer-shard"] == (str(FIRST) if on_a else spans(REST))
+            assert answer.headers["gazetteer-replica"] == ("http://a2" if on_a else "http://b1")
             assert without(answer.json(), "freshness") == without(expected.json(), "freshness")
     search = "/repositories/gateway/search?q=TooManyRequests"
     assert (await routed.get(search)).json()["items"] == (await whole.get(search)).json()["items"]
