@@ -21,7 +21,6 @@ scores the held-out cases: the honest estimate.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from query.search.ranking import SCORED, RankWeights, is_python_path
-from query.search.tuning import GRID, Case
+from query.search.tuning import GRID, Case, coordinate_search
 
 LEARNED = tuple(name for name in SCORED if name not in ("text", "session", "dense_rrf"))
 """``text`` anchors the scale; ``session`` and ``dense_rrf`` have no benchmark signal."""
@@ -105,19 +104,9 @@ def learn(
     max_passes: int = 5,
 ) -> RankWeights:
     """The weights of the files not in Python that score best, Python's held."""
-    best = start
-    best_key = _objective(cases, python, best, start)
-    for _ in range(max_passes):
-        moved = False
-        for name in names:
-            for value in grid:
-                trial = dataclasses.replace(best, **{name: value})
-                key = _objective(cases, python, trial, start)
-                if key > best_key:
-                    best, best_key, moved = trial, key, True
-        if not moved:
-            break
-    return best
+    return coordinate_search(
+        lambda trial: _objective(cases, python, trial, start), start, grid, names, max_passes
+    )
 
 
 def cross_validate(

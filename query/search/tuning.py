@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from query.search.ranking import SCORED, RankWeights
 
@@ -86,14 +87,28 @@ def tune(
     max_passes: int = 5,
 ) -> RankWeights:
     start = start or RankWeights()
+    return coordinate_search(
+        lambda trial: _objective(cases, trial, start), start, grid, names, max_passes
+    )
+
+
+def coordinate_search(
+    objective: Callable[[RankWeights], Any],
+    start: RankWeights,
+    grid: Sequence[float],
+    names: Sequence[str],
+    max_passes: int,
+) -> RankWeights:
+    """From ``start``, each weight in turn set to the grid value that raises
+    ``objective`` most, pass after pass until none moves (or ``max_passes``)."""
     best = start
-    best_key = _objective(cases, best, start)
+    best_key = objective(best)
     for _ in range(max_passes):
         moved = False
         for name in names:
             for value in grid:
                 trial = dataclasses.replace(best, **{name: value})
-                key = _objective(cases, trial, start)
+                key = objective(trial)
                 if key > best_key:
                     best, best_key, moved = trial, key, True
         if not moved:
