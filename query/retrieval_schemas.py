@@ -34,7 +34,14 @@ class RankingOut(BaseModel):
         description="the profile's scope (the repository, or '*'); None: the defaults"
     )
     source: str = Field(description="where the weights come from")
-    weights: dict[str, float]
+    weights: dict[str, float] = Field(
+        description="every file's, under a profile; without one, the Python files'"
+    )
+    weights_off_python: dict[str, float] | None = Field(
+        None,
+        description="without a profile: the weights of the files not in Python (learned on "
+        "the pooled development splits); None under a profile, which weighs every file",
+    )
     set_at: float | None
     scores: dict[str, dict[str, float]] = Field(description="how they scored when tuned")
 

@@ -129,13 +129,19 @@ class RetrievalAnswers(ServiceBase):
         if held is None:
             defaults = RankWeights().as_dict()
             return RankingOut(
-                scope=None, source="defaults", weights=defaults, set_at=None, scores={}
+                scope=None,
+                source="defaults",
+                weights=defaults,
+                weights_off_python=OFF_PYTHON.as_dict(),
+                set_at=None,
+                scores={},
             )
         profile, weights = held
         return RankingOut(
             scope=profile.scope,
             source=profile.source,
             weights=weights.as_dict(),
+            weights_off_python=None,
             set_at=profile.set_at,
             scores=profile.scores,
         )

@@ -9,7 +9,7 @@ from processors.indexer import RepoIndex
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
 from query.api import create_api
 from query.read_model import ReadModel
-from query.search.ranking import RankWeights
+from query.search.ranking import OFF_PYTHON, RankWeights
 from stores.projections.graph_state import FileGraphState
 from stores.ranking import RankingProfile
 from tests.factories import Stamp
@@ -138,6 +138,7 @@ def test_stored_weights_rank_the_files_and_the_answer_says_which(
         "scope": None,
         "source": "defaults",
         "weights": RankWeights().as_dict(),
+        "weights_off_python": OFF_PYTHON.as_dict(),
         "set_at": None,
         "scores": {},
     }
