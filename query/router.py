@@ -97,13 +97,16 @@ class Router:
         raise NoReplica(reason)
 
     async def each(
-        self, ask: Callable[[ShardReplicas], Awaitable[Any]]
+        self,
+        ask: Callable[[ShardReplicas], Awaitable[Any]],
+        shards: Sequence[ShardReplicas] | None = None,
     ) -> tuple[list[tuple[ShardReplicas, Any]], list[str]]:
-        """``ask`` of every shard at once: the answers of those that answered, and the
-        shards (by partitions) that did not."""
-        answers = await asyncio.gather(*(ask(s) for s in self.shards), return_exceptions=True)
+        """``ask`` of every shard (or of ``shards``) at once: the answers of those that
+        answered, and the shards (by partitions) that did not."""
+        asked = self.shards if shards is None else shards
+        answers = await asyncio.gather(*(ask(s) for s in asked), return_exceptions=True)
         got, missing = [], []
-        for shard, answer in zip(self.shards, answers, strict=True):
+        for shard, answer in zip(asked, answers, strict=True):
             if isinstance(answer, NoReplica | httpx.HTTPError | ValueError):
                 missing.append(shard.shard.describe())
             elif isinstance(answer, BaseException):
@@ -184,16 +187,20 @@ def create_router_app(router: Router, *, hosts: HostRule | None = None) -> FastA
             lambda s: router.json_of(s, "POST", "/shard/search/statistics", json=body)
         )
         corpus = _summed([c for _, c in got])
-        # Pass 2: every shard's best score under them; the greatest.
+        # Pass 2: every shard's best score under them; the greatest. Only the shards
+        # whose figures are in the corpus go on: one that missed the first pass and
+        # answered a later one would be on another scale.
         tops, lost = await router.each(
             lambda s: router.json_of(
                 s, "POST", "/shard/search/top", json={**body, "corpus": corpus}
-            )
+            ),
+            [s for s, _ in got],
         )
         corpus["top"] = max((c["top"] for _, c in tops if c["top"] is not None), default=0.0)
         # Pass 3: every shard's ranking with the whole corpus; merged.
         pages, gone = await router.each(
-            lambda s: router.json_of(s, "POST", "/shard/search", json={**body, "corpus": corpus})
+            lambda s: router.json_of(s, "POST", "/shard/search", json={**body, "corpus": corpus}),
+            [s for s, _ in tops],
         )
         missing = sorted(set(missing) | set(lost) | set(gone))
         hits = sorted(

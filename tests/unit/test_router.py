@@ -171,3 +171,28 @@ def test_shard_specs_and_the_partitions_they_cover() -> None:
         check_cover([parse_shard_spec("0-2=http://a")], 4)
     with pytest.raises(ValueError, match="more than one shard"):
         check_cover([parse_shard_spec("0-3=http://a"), parse_shard_spec("3=http://b")], 4)
+
+
+class DownForStatistics(httpx.AsyncBaseTransport):
+    """A replica that misses the first pass of a search and answers the others."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/shard/search/statistics":
+            raise httpx.ConnectError("connection refused", request=request)
+        return await self.inner.handle_async_request(request)
+
+
+async def test_a_shard_missing_the_first_pass_is_left_out_of_the_later_ones() -> None:
+    pair = _Pair()
+    b = pair.backend._mounts  # the mounted transports, by URL pattern
+    for pattern in list(b):
+        if "b1" in str(pattern.pattern):
+            b[pattern] = DownForStatistics(b[pattern])
+    async with pair as (routed, _):
+        found = (await routed.get("/search", params={"q": "rate limit request"})).json()
+        assert found["partial"] is True and found["missing"] == [spans(REST)]
+        assert found["items"], "shard a answered nothing: the test would prove nothing"
+        assert all(partition_of(h["repo"], PARTITIONS) == FIRST for h in found["items"])
