@@ -37,10 +37,11 @@ from fastapi.responses import JSONResponse
 
 from query.host_check import HostCheck, HostRule
 from query.materializer import partition_of
-from query.retrieval_schemas import OrgSearchHit
+from query.org_search import Corpus
+from query.retrieval_schemas import CorpusOut, OrgSearchHit
 from query.service.repositories import RepositoryOrder, repository_key
-from query.service.retrieval import within_tokens
-from query.shard import Shard
+from query.service.retrieval import corpus_in, corpus_out, within_tokens
+from query.shard import Shard, parse_partitions, parse_shard
 
 log = structlog.get_logger(__name__)
 
@@ -186,7 +187,8 @@ def create_router_app(router: Router, *, hosts: HostRule | None = None) -> FastA
         got, missing = await router.each(
             lambda s: router.json_of(s, "POST", "/shard/search/statistics", json=body)
         )
-        corpus = _summed([c for _, c in got])
+        parts = [corpus_in(CorpusOut.model_validate(c)) for _, c in got]
+        corpus = corpus_out(Corpus.merged(parts)).model_dump(mode="json")
         # Pass 2: every shard's best score under them; the greatest. Only the shards
         # whose figures are in the corpus go on: one that missed the first pass and
         # answered a later one would be on another scale.
@@ -263,27 +265,8 @@ def create_router_app(router: Router, *, hosts: HostRule | None = None) -> FastA
     return app
 
 
-def _summed(corpora: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    df: dict[str, int] = {}
-    names: dict[str, int] = {}
-    for corpus in corpora:
-        for term, n in corpus["df"].items():
-            df[term] = df.get(term, 0) + n
-        for name, n in corpus["names"].items():
-            names[name] = names.get(name, 0) + n
-    return {
-        "count": sum(c["count"] for c in corpora),
-        "total_length": sum(c["total_length"] for c in corpora),
-        "df": df,
-        "names": names,
-        "top": None,
-    }
-
-
 def parse_shard_spec(spec: str) -> ShardReplicas:
     """``0-3=http://a:8765,http://b:8765`` (or ``1/2=...``): a shard and its replicas."""
-    from query.shard import parse_partitions, parse_shard
-
     partitions, eq, urls = spec.partition("=")
     replicas = [u.strip().rstrip("/") for u in urls.split(",") if u.strip()]
     if not eq or not replicas:

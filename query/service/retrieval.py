@@ -58,7 +58,7 @@ def read_range(chunk: ChunkRecord | None) -> str:
     return f"L{chunk.line_start}-{end}"
 
 
-def _corpus_out(corpus: Corpus) -> CorpusOut:
+def corpus_out(corpus: Corpus) -> CorpusOut:
     stats = corpus.stats
     return CorpusOut(
         count=stats.count,
@@ -69,7 +69,7 @@ def _corpus_out(corpus: Corpus) -> CorpusOut:
     )
 
 
-def _corpus_in(corpus: CorpusOut) -> Corpus:
+def corpus_in(corpus: CorpusOut) -> Corpus:
     return Corpus(
         Statistics(corpus.count, corpus.total_length, corpus.df), corpus.names, corpus.top
     )
@@ -220,11 +220,11 @@ class RetrievalAnswers(ServiceBase):
     def search_statistics(self, q: str, repos: str | None = None) -> CorpusOut:
         """This replica's share of an org-wide question's figures (a router's first pass)."""
         corpus = corpus_of(question_read(q), self._members(repos))
-        return _corpus_out(corpus)
+        return corpus_out(corpus)
 
     def search_top(self, q: str, corpus: CorpusOut, repos: str | None = None) -> CorpusOut:
         """The corpus with this replica's best BM25 file score (a router's second pass)."""
-        whole = _corpus_in(corpus)
+        whole = corpus_in(corpus)
         top = top_of(question_read(q), self._members(repos), whole)
         return corpus.model_copy(update={"top": top})
 
@@ -262,7 +262,7 @@ class RetrievalAnswers(ServiceBase):
             members,
             weights=self._weights(EVERY_REPOSITORY),
             limit=limit,
-            corpus=_corpus_in(corpus) if corpus is not None else None,
+            corpus=corpus_in(corpus) if corpus is not None else None,
         )
         held = self.model.repos
         hits = [
