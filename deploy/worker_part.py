@@ -65,13 +65,21 @@ async def run_worker(
     async def generation(its_stop: asyncio.Event, recovery: Recovery) -> None:
         await _worker_generation(settings, cluster, its_stop, recovery, on_started, fill, running)
 
+    aborting: set[asyncio.Task[None]] = set()
+
     def detected(reset: BrokerReset) -> None:
-        # The stopping generation still writes its last snapshots; none may reach the
-        # recreated state-snapshots topic (tests/integration/test_broker_reset.py).
+        # The stopping generation still holds sends (batches its producer retries while
+        # the topics are missing) and writes its last snapshots; none may reach the
+        # recreated topics (processors/fence.py, tests/integration/test_broker_reset.py).
+        reason = f"broker reset: {reset.reason}"
         for app in running:
             keeper = app.gazetteer_state  # type: ignore[attr-defined]
             if keeper is not None:
-                keeper.stop_publishing(f"broker reset: {reset.reason}")
+                keeper.stop_publishing(reason)
+            task = app.gazetteer_sink.fence_writes(reason)  # type: ignore[attr-defined]
+            if task is not None:
+                aborting.add(task)
+                task.add_done_callback(aborting.discard)
 
     async with metrics_served(settings):
         await recover_in_place(

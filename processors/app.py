@@ -18,6 +18,7 @@ import structlog
 from aiokafka.partitioner import DefaultPartitioner
 
 from processors.embedding_stream import EmbeddingStream, PrioritizingSink
+from processors.fence import Fence
 from processors.indexer import RepoIndex
 from processors.neighborhood_stream import NeighborhoodStream, SnapshotSink
 from processors.neighborhoods.recluster import ReclusterSettings
@@ -78,7 +79,9 @@ class FaustDeltaSink:
 
     Every message is at most ``DELTA_PART_BYTES``, below any broker's default limit; a
     broker configured lower still refuses a part for good, and ``with_retry`` then raises
-    ``PermanentPublishError`` instead of sending it again forever."""
+    ``PermanentPublishError`` instead of sending it again forever.
+
+    `fence_writes` ends its writes for good: the broker came back empty (processors/fence.py)."""
 
     def __init__(
         self,
@@ -92,8 +95,14 @@ class FaustDeltaSink:
         self._partition_of = partition_of
         self._parts: dict[str, int] = {}  # repo -> parts of its last snapshot sent in parts
         self.offsets = offsets if offsets is not None else DeltaOffsets()
+        self.fence = Fence()
+
+    def fence_writes(self, reason: str) -> asyncio.Task[None] | None:
+        """Send nothing more, pending batches included (`Fence.close`)."""
+        return self.fence.close(reason, self._app.producer)
 
     async def publish_deltas(self, deltas: Sequence[GraphDelta]) -> None:
+        await self.fence.hold()
         producer = self._app.producer
         topic = self._topics.graph_deltas
         firsts: list[GraphDelta | None] = []  # the delta a message begins, else None
@@ -111,6 +120,7 @@ class FaustDeltaSink:
         produced(topic, len(futures))
 
     async def publish_dead_letter(self, letter: DeadLetter) -> None:
+        await self.fence.hold()
         await self._app.producer.send_and_wait(
             self._topics.dead_letters,
             letter.key,
@@ -122,6 +132,7 @@ class FaustDeltaSink:
         produced(self._topics.dead_letters)
 
     async def publish_snapshot(self, snapshot: NeighborhoodSnapshot) -> None:
+        await self.fence.hold()
         await self._app.producer.send_and_wait(
             self._topics.neighborhoods,
             snapshot.repo.encode(),
@@ -136,6 +147,7 @@ class FaustDeltaSink:
         """A repository's encoded state snapshot: one message, or parts on the
         repository's partition in order, then tombstones for the parts of a larger
         snapshot sent before it (stores/state_topic.py)."""
+        await self.fence.hold()
         topic = self._topics.state_snapshots
         messages = snapshot_messages(repo, raw)
         parts = len(messages) if len(messages) > 1 else 0
@@ -304,6 +316,7 @@ def create_app(
     app.gazetteer_neighborhoods = neighborhoods  # type: ignore[attr-defined]
     app.gazetteer_embedding = embedding  # type: ignore[attr-defined]
     app.gazetteer_state = keeper  # type: ignore[attr-defined]
+    app.gazetteer_sink = sink  # type: ignore[attr-defined]
     return app
 
 

@@ -131,16 +131,14 @@ async def test_a_broker_restarted_empty_is_recovered_to_the_same_fresh_answers(
     restartable: RestartableBroker, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     if restartable.kind == "kafka":
-        # A known defect, not fixed (2026-12-02, fifth session): on Apache Kafka the
-        # stopping worker generation's in-flight sends (deltas 1-6 and its seq-7 state
-        # snapshot of the old history) land on the recreated topics after the new
-        # generation restored from that snapshot; the read side then refuses the
-        # snapshot (the log ends before it) while the worker continues from it, and the
-        # repository stays `updating` with a delta gap (never `fresh` while stale).
-        # Failed 2 of 3 clean CI runs that day; the fix is to fence the old
-        # generation's producer and never start from a snapshot taken before a reset.
+        # A known defect, half fixed (2026-12-02, sixth session). The stopping worker
+        # generation's sends no longer reach the recreated topics (processors/fence.py;
+        # 5 of 6 runs passed after it, all of the day's earlier runs under load failed).
+        # Left: in the failing run the new generation joined all partitions and indexed
+        # none of the full scan's 7 events (no fetch stall was detected), most likely an
+        # offset the old generation's consumer committed on the new broker, past them.
         request.applymarker(
-            pytest.mark.xfail(reason="old generation's sends reach the recreated topics")
+            pytest.mark.xfail(reason="the new worker may start past the rescan's events")
         )
     repo = GitRepo.create(tmp_path / "app", FILES)
     stack: Stack = await open_stack(stack_settings(restartable.bootstrap, tmp_path / "data"))

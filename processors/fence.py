@@ -1,0 +1,85 @@
+"""A worker generation that writes nothing once the broker came back empty.
+
+When the broker loses our topics (deploy/broker_watch.py) the stopping generation still
+holds sends: batches in its producer, retried while the topics are missing, and
+publishes its pipeline, neighborhoods and keeper are about to make. Once the topics are
+recreated those would land there: deltas and a state snapshot of the old history at the
+head of the new one, which the next generation and every reader then disagree about
+(the next worker continues the old snapshot, a reader refuses it as another history,
+and the repository stays ``updating`` with a delta gap).
+
+`Fence` closes that door at the moment the reset is seen, before the generation is
+told to stop: the producer's pending and in-flight batches are failed instead of
+delivered (`abort_pending`), and every publish from then on waits until the generation
+is cancelled (`Fence.hold`): nothing it handles is acknowledged, committed or
+dead-lettered, so the next generation handles it again on the recreated topics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import structlog
+
+log = structlog.get_logger(__name__)
+
+
+class WriterFenced(Exception):
+    """A send failed because its generation was fenced (the broker came back empty)."""
+
+
+class Fence:
+    """Open until `close`; then `hold` waits for good (until its task is cancelled)."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self._never = asyncio.Event()
+
+    @property
+    def closed(self) -> bool:
+        return self.reason is not None
+
+    def close(self, reason: str, producer: Any = None) -> asyncio.Task[None] | None:
+        """Fence from now on; given the app's producer (faust's), abort its sends. The
+        task that finishes the abort (None when there is nothing to abort)."""
+        if self.reason is not None:
+            return None
+        self.reason = reason
+        log.warning("worker_writes_fenced", reason=reason)
+        return abort_pending(producer, reason) if producer is not None else None
+
+    async def hold(self) -> None:
+        """Return at once while open; once closed, never (the caller's task is cancelled
+        when its generation stops)."""
+        if self.reason is not None:
+            await self._never.wait()
+
+
+def abort_pending(producer: Any, reason: str) -> asyncio.Task[None] | None:
+    """Fail every batch faust's ``producer`` has not delivered, and deliver no more.
+
+    aiokafka has no public abort: ``stop`` delivers what is pending first, the very
+    thing to prevent. So its sender task is cancelled (it then only awaits the requests
+    already on the wire, one round trip each, and puts back those refused for a retry),
+    and its accumulator fails the batches it holds before and after that; a failed
+    accumulator also refuses every later send. Checked against aiokafka 0.14
+    (tests/integration/test_writer_fence.py exercises it on both brokers)."""
+    client = getattr(producer, "_producer", None)  # faust's aiokafka driver keeps it here
+    if client is None:
+        return None
+    sender, batches = client._sender, client._message_accumulator
+    task = sender.sender_task
+    if task is not None and not task.done():
+        task.cancel()  # first: a failed batch left in the accumulator would still be sent
+    error = WriterFenced(reason)
+    batches.fail_all(error)
+
+    async def finish() -> None:
+        try:
+            await sender.close()
+        except Exception as exc:  # the cancelled sender's last requests failing
+            log.info("fenced_sender_closed_with_error", error=repr(exc))
+        batches.fail_all(error)  # those put back by a retry meanwhile
+
+    return asyncio.ensure_future(finish())
