@@ -57,6 +57,7 @@ VERBS: Mapping[str, Verb] = {
     "broker": Verb("deploy.up:broker_main", service=True),
     "eval": Verb("deploy.eval_cli:run"),
     "ranking": Verb("deploy.ranking_cli:run"),
+    "token": Verb("deploy.token_cli:run"),
     "mcp": Verb("deploy.mcp_cli:main"),
     "search": Verb("deploy.query_cli:search", settings=False),
     "context": Verb("deploy.query_cli:context", settings=False),
@@ -114,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("broker", help="run the embedded broker alone and print its address")
     _eval_parser(sub)
     _ranking_parser(sub)
+    _token_parser(sub)
     _query_parsers(sub)
     return parser
 
@@ -187,6 +189,27 @@ def _ranking_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     put = verbs.add_parser("set", help="publish a ranking profile (needs --broker)")
     put.add_argument("file", type=Path, help="a profile from `eval tune`, or {name: weight}")
     put.add_argument("--repo", help="only this repository (default: every repository)")
+
+
+def _token_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``gazetteer token create|list|revoke``, run by deploy/token_cli.py."""
+    token = sub.add_parser("token", help="the access tokens of the query service")
+    verbs = token.add_subparsers(dest="token_verb", required=True)
+    create = verbs.add_parser("create", help="make a token; its secret is printed once")
+    create.add_argument("--name", required=True, help="who it is for, e.g. ci-agent")
+    create.add_argument(
+        "--repos", default="*", help="globs on repository ids or names (default '*': all)"
+    )
+    create.add_argument(
+        "--scope",
+        action="append",
+        choices=("read", "admin", "metrics"),
+        required=True,
+        help="read (queries), admin (ranking, dead letters), metrics (/metrics); repeatable",
+    )
+    verbs.add_parser("list", help="the tokens, never their secrets")
+    revoke = verbs.add_parser("revoke", help="refuse a token from now on")
+    revoke.add_argument("name")
 
 
 def _query_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

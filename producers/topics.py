@@ -16,6 +16,8 @@ name, so that several deployments (or test runs) can share one cluster.
   repository: each recluster's neighborhoods, file standings and changes;
 - ``ranking``: RankingProfile records (the search weights), keyed by repository or
   ``*``: stored with the index, so every query replica ranks with the same weights;
+- ``tokens``: TokenRecord records (stores/tokens.py: the access tokens' hashes, scopes
+  and repositories), keyed by token id: every query replica authenticates from them;
 - ``state-snapshots``: each repository's state snapshot (stores/state_snapshot.py), one
   message each, keyed by repository on its graph deltas' partition: where a new replica
   or a worker on another machine starts a repository instead of delta 1 (issue 16).
@@ -111,6 +113,10 @@ of the one before, which compaction may have removed: ``ranking set`` checks the
 before it publishes.) Tiny: compaction need not hurry. Kafka refuses a record without a
 key on a compacted topic; ``ranking set`` and the sink key every one."""
 
+TOKENS_CONFIG = _config(cleanup_policy="compact", retention_ms="-1")
+"""The latest record of each token id (its key) is all a replica keeps, a revocation
+included: compaction keeps it, so a revoked token stays revoked (issue 19)."""
+
 STATE_SNAPSHOTS_CONFIG = _config(
     cleanup_policy="compact",
     retention_ms="-1",
@@ -187,6 +193,10 @@ class Topics:
         return f"{self.namespace}.ranking.v1"
 
     @property
+    def tokens(self) -> str:
+        return f"{self.namespace}.tokens.v1"
+
+    @property
     def state_snapshots(self) -> str:
         return f"{self.namespace}.state-snapshots.v1"
 
@@ -204,6 +214,7 @@ class Topics:
             TopicSpec(self.dead_letters, partitions, DEAD_LETTERS_CONFIG),
             TopicSpec(self.neighborhoods, partitions, NEIGHBORHOODS_CONFIG),
             TopicSpec(self.ranking, partitions, RANKING_CONFIG),
+            TopicSpec(self.tokens, partitions, TOKENS_CONFIG),
             TopicSpec(self.state_snapshots, partitions, STATE_SNAPSHOTS_CONFIG),
         )
 

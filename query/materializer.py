@@ -1,5 +1,5 @@
 """Feeds the read model from the topics: graph deltas, producer statuses, dead letters,
-neighborhood snapshots, ranking profiles.
+neighborhood snapshots, ranking profiles, access tokens.
 
 Each query replica reads every partition from the beginning without a consumer group
 (replicas do not share work: each holds the whole read side), so a restarted replica
@@ -51,6 +51,7 @@ from stores.ranking import decode_profile
 from stores.state_files import StateFiles
 from stores.state_snapshot import StateSnapshot
 from stores.state_topic import StateTopic
+from stores.tokens import decode_token
 
 log = structlog.get_logger(__name__)
 
@@ -438,11 +439,12 @@ class Materializer:
             topics.dead_letters,
             topics.neighborhoods,
             topics.ranking,
+            topics.tokens,
         )
 
     async def _partitions(self, consumer: AIOKafkaConsumer) -> list[TopicPartition]:
         """Every partition of the topics read, the shard's only of those keyed by
-        repository (the ranking profiles are every replica's)."""
+        repository (the ranking profiles and the tokens are every replica's)."""
         for _ in range(100):
             found = [
                 TopicPartition(topic, p)
@@ -452,9 +454,8 @@ class Materializer:
             if {tp.topic for tp in found} == set(self._names):
                 counts = {t: len(consumer.partitions_for_topic(t) or ()) for t in self._names}
                 served = set(self.shard.of(counts[self._topics.graph_deltas]))
-                return [
-                    tp for tp in found if tp.topic == self._topics.ranking or tp.partition in served
-                ]
+                everyones = {self._topics.ranking, self._topics.tokens}
+                return [tp for tp in found if tp.topic in everyones or tp.partition in served]
             # A consumer without a subscription tracks no topics' metadata: ask for ours.
             client = consumer._client  # aiokafka offers no public way to do this
             client.set_topics(self._names)
@@ -520,6 +521,8 @@ class Materializer:
                     self.churn_keeper.changed(hoods.repo)
             elif topic == self._topics.ranking:
                 self.model.apply_ranking(decode_profile(value))
+            elif topic == self._topics.tokens:
+                self.model.tokens.apply(decode_token(value))
             elif topic == self._topics.dead_letters:
                 repo = key.decode(errors="replace") if key else None
                 self.model.apply_dead_letter(decode_dead_letter(value), repo)

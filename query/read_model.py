@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import structlog
 
 from producers.events import SourceStatus
+from query.auth.book import TokenBook
 from query.churn.ledger import ChurnLedger
 from query.dense import DenseIndex
 from query.retrieval import RepoRetrieval, lean_record
@@ -141,6 +142,7 @@ class ReadModel:
         self.dead_letters_total = 0
         self.deltas_applied = 0
         self.ranking: dict[str, tuple[RankingProfile, RankWeights]] = {}  # by scope
+        self.tokens = TokenBook()  # the access tokens (issue 19), folded like the ranking
         # When the materializer last stood at the end of every topic (None: no
         # materializer feeds this model, as in tests that feed values).
         self.caught_up_at: float | None = None
@@ -186,6 +188,7 @@ class ReadModel:
             self.view(repo)
         self.dead_letters.clear()
         self.ranking.clear()
+        self.tokens.clear()  # the new log's tokens only: a lost topic locks out, not in
         self.reset_reason, self.rebuilding, self.reset_at = reason, True, self._clock()
         self._recovered = frozenset()
 

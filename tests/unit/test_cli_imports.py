@@ -56,6 +56,7 @@ NOT_IMPORTED: dict[str, set[str]] = {
     # The router: HTTP in front of the replicas, no read side of its own.
     "route": {"faust", "tree_sitter", "qdrant_client", "onnxruntime"},
     "ranking": WEB | INDEXING | {"qdrant_client", "onnxruntime"},
+    "token": WEB | INDEXING | {"qdrant_client", "onnxruntime", "numpy"},
     "eval": WEB | {"faust", "aiokafka", "qdrant_client", "onnxruntime"},
     # The stdio MCP server: the SDK (which brings starlette and uvicorn); httpx only at
     # its first tool call.

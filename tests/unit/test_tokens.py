@@ -108,3 +108,21 @@ def test_the_latest_record_of_an_id_wins_and_a_revocation_is_one() -> None:
     assert book.authenticate("gzt_one") is None
     assert book.authenticate("gzt_rotated") == Principal("ci", frozenset({"read"}), ("*",))
     assert [(r.name, r.revoked, r.created_at) for r in book.records] == [("ci", False, 200.0)]
+
+
+def test_the_cli_record_keeps_the_hash_and_list_shows_neither() -> None:
+    from deploy.token_cli import describe, new_record
+
+    secret, made = new_record("ci-agent", "payments-*, shared-*", ["read", "read"], 1000.0)
+    assert (made.name, made.scopes, made.repos, made.created_at) == (
+        "ci-agent",
+        ("read",),
+        ("payments-*", "shared-*"),
+        1000.0,
+    )
+    assert made.hash == hash_secret(secret) and made.id == token_id("ci-agent")
+    line = describe(made, 1000.0 + 2 * 86400)
+    assert line == "ci-agent\tactive\tscopes=read\trepos=payments-*,shared-*\tcreated 2.0 days ago"
+    assert secret not in line and made.hash not in line
+    with pytest.raises(ValueError, match="name"):
+        new_record("a name", "*", ["read"], 0.0)

@@ -39,6 +39,7 @@ def test_every_topic_has_its_own_retention_and_cleanup_policy() -> None:
         "g.dead-letters.v1": {"cleanup.policy": "delete", "retention.ms": "2592000000"},
         "g.neighborhoods.v1": {"cleanup.policy": "delete", "retention.ms": "-1"},
         "g.ranking.v1": {"cleanup.policy": "compact", "retention.ms": "-1"},
+        "g.tokens.v1": {"cleanup.policy": "compact", "retention.ms": "-1"},
         "g.state-snapshots.v1": {
             "cleanup.policy": "compact",
             "retention.ms": "-1",
