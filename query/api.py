@@ -15,6 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.types import ASGIApp
 
 from query.api_docs import create_docs_routes
+from query.auth.middleware import Authentication
 from query.churn_api import create_churn_routes
 from query.compute_gate import ComputeGate
 from query.dashboard.routes import create_dashboard_routes
@@ -95,6 +96,7 @@ def create_api(
     *,
     hosts: HostRule | None = None,
     before_answer: Callable[[str], Awaitable[None]] | None = None,
+    authenticate: bool = False,
 ) -> FastAPI:
     """The endpoints are coroutines on purpose: they run on the event loop that feeds the
     read model, so a request never sees the model half-way through a delta (FastAPI runs
@@ -103,7 +105,9 @@ def create_api(
     ``hosts``: the Host names every route answers to (query/host_check.py; the service
     passes `host_rule` of its bind address); None: any, for an app called in process
     (tests, the stdio MCP server's schema). ``before_answer(repo)``: awaited before an
-    answer about a repository is computed (the materializer's `probe_sources`)."""
+    answer about a repository is computed (the materializer's `probe_sources`).
+    ``authenticate``: every route but the open ones asks a token of the model's token
+    book, and answers only about its repositories (query/auth/middleware.py)."""
     api = FastAPI(
         title="Gazetteer",
         description="Where things are in an organization's code, and how far to trust it.",
@@ -117,6 +121,8 @@ def create_api(
     # Inside the timer, so that a query's time counts its wait for a slot.
     api.add_middleware(in_front(gate))
     api.add_middleware(QueryTimer)
+    if authenticate:
+        api.add_middleware(Authentication, book=model.tokens)
     if hosts is not None:
         api.add_middleware(HostCheck, rule=hosts)  # outermost: a refusal does no work
     registry = service_registry(model)

@@ -19,11 +19,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from starlette.routing import Route
 
 from query.api import gate_of, http_status, service_of
+from query.auth.routes import required_scope
 from query.compute_gate import GATED_PREFIXES, ComputeGate, repository_of
 from query.mcp_operations import Operation, operations
 from query.mcp_tools import create_server
 from query.metrics import QUERY_SECONDS
 from query.service import QueryRefused, QueryService
+from query.service.access import reader
 from query.service_client import QueryError, field_errors
 
 
@@ -78,6 +80,9 @@ class InProcess:
         method = getattr(self._service, op.tool)
         # The request's path as ASGI gives it (decoded): what the gate decides on.
         path = op.path.format_map({p: values[p] for p in op.path_params})
+        need = required_scope(path)  # /mcp asked `read`; a tool may ask more (issue 19)
+        if need is not None and not reader().may(need):
+            raise QueryError(f"this token lacks the {need!r} scope (HTTP 403)", 403)
         started = time.perf_counter()
         try:
             if path.startswith(GATED_PREFIXES):

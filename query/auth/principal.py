@@ -26,6 +26,11 @@ class Principal:
     def may(self, scope: str) -> bool:
         return scope in self.scopes
 
+    @property
+    def reads_all(self) -> bool:
+        """Every repository, including those not yet named (what a ``'*'`` glob says)."""
+        return "*" in self.repos
+
 
 EVERYONE = Principal("anonymous", frozenset({"read", "admin", "metrics"}), ("*",))
 """Who asks when authentication is off (loopback, or ``--insecure``): anything."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from query.read_model import ReadModel
 
@@ -26,10 +26,11 @@ KEEPALIVE_S = 10.0
 Signature = dict[str, list[object]]
 
 
-def signature(model: ReadModel) -> Signature:
-    """Per repository: [delta seq, snapshot seq, status, pending, indexed, head commit]."""
+def signature(model: ReadModel, readable: Callable[[str], bool] = lambda _: True) -> Signature:
+    """Per repository ``readable`` by the page's viewer: [delta seq, snapshot seq,
+    status, pending, indexed, head commit]."""
     found: Signature = {}
-    for repo in sorted(model.repos):
+    for repo in sorted(r for r in model.repos if readable(r)):
         view = model.repos[repo]
         fresh = model.freshness(repo)
         found[repo] = [
@@ -53,18 +54,22 @@ async def model_events(
     poll_s: float,
     lifetime_s: float,
     stopping: asyncio.Event | None = None,
+    readable: Callable[[str], bool] = lambda _: True,
 ) -> AsyncIterator[str]:
-    """``model`` events (the whole signature) when it changes, the first one at once."""
+    """``model`` events (the signature of the ``readable`` repositories) when it
+    changes, the first one at once."""
     loop = asyncio.get_running_loop()
     started = last_sent = loop.time()
     stop = stopping or asyncio.Event()
     yield f"retry: {RETRY_MS}\n\n"
     last: Signature | None = None
     while not stop.is_set() and loop.time() - started < lifetime_s:
-        now = signature(model)
+        now = signature(model, readable)
         if now != last:
             last, last_sent = now, loop.time()
-            yield sse("model", {"repos": now, "deltas_applied": model.deltas_applied})
+            # The deltas of the repositories shown: the model's count tells of the others.
+            applied = sum(model.repos[r].state.seq for r in now)
+            yield sse("model", {"repos": now, "deltas_applied": applied})
         elif loop.time() - last_sent >= KEEPALIVE_S:
             # A comment line: keeps proxies from timing the stream out, and a dead
             # client is noticed at the latest here, whatever the ASGI server.

@@ -89,6 +89,7 @@ def create_dashboard_routes(
             poll_s=poll_s,
             lifetime_s=stream_lifetime_s,
             stopping=stopping_of(request),
+            readable=service.readable,
         )
         return StreamingResponse(
             stream,

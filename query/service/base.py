@@ -8,9 +8,16 @@ from collections.abc import Callable, Mapping
 from query.read_model import ReadModel, RepoView
 from query.search.adjacency import Adjacency
 from query.search.session_memory import SessionMemory
+from query.service.access import reader
 from query.service.cache import StateCache
 from query.service.errors import NotFound
 from stores.neighborhoods import FileStanding
+
+
+def root_name(root: str) -> str:
+    """A repository root's base name: the one part of its path on the producer's
+    machine that answers show (the path itself tells a stranger where things live)."""
+    return root.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
 
 
 class ServiceBase:
@@ -24,11 +31,31 @@ class ServiceBase:
         self._sessions = SessionMemory()
 
     def view(self, repo: str) -> RepoView:
-        """The repository a question names, or the refusal every answer gives alike."""
+        """The repository a question names, or the refusal every answer gives alike: to
+        a missing repository and to one the request's principal may not read (issue
+        19: the two are indistinguishable)."""
         view = self.model.repos.get(repo)
-        if view is None:
+        if view is None or not self.readable(repo, view):
             raise NotFound(f"unknown repository {repo!r}; see /repositories")
         return view
+
+    def readable(self, repo: str, view: RepoView | None = None) -> bool:
+        """Whether the request's principal (query/service/access.py) may read ``repo``,
+        by its id or its display name (the root directory's name)."""
+        who = reader()
+        if who.reads_all or who.may_read(repo):
+            return True
+        view = view if view is not None else self.model.repos.get(repo)
+        status = view.status if view is not None else None
+        return status is not None and who.may_read(root_name(status.root))
+
+    def held(self) -> Mapping[str, RepoView]:
+        """The repositories the request's principal may read, by id: what every listing,
+        total and org-wide answer is made of."""
+        repos = self.model.repos
+        if reader().reads_all:
+            return repos
+        return {r: v for r, v in repos.items() if self.readable(r, v)}
 
     def _adjacency(self, view: RepoView) -> Adjacency:
         """The state's adjacency, kept up to date by the read model as deltas are folded

@@ -6,6 +6,7 @@ import fnmatch
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
+from producers.topics import partition_key
 from query.read_model import RepoView
 from query.schemas import (
     DeadLetterOut,
@@ -20,7 +21,8 @@ from query.schemas import (
     RepositoryList,
     SymbolPage,
 )
-from query.service.base import ServiceBase
+from query.service.access import reader
+from query.service.base import ServiceBase, root_name
 from query.service.errors import NotFound
 from stores.freshness import Freshness
 from stores.records import FileRecord
@@ -60,10 +62,9 @@ def _inverted(text: str) -> tuple[int, ...]:
     return (*(-ord(c) for c in text), 1)
 
 
-def root_name(root: str) -> str:
-    """A repository root's base name: the one part of its path on the producer's
-    machine that answers show (the path itself tells a stranger where things live)."""
-    return root.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+def letter_repo(key: bytes) -> str:
+    """The repository of a dead letter's original key (a status key's first part)."""
+    return partition_key(key).decode(errors="replace")
 
 
 def name_matches(pattern: str, repo: str, view: RepoView) -> bool:
@@ -92,9 +93,9 @@ class RepositoryAnswers(ServiceBase):
         return Health(
             status="ok",
             ready=self._ready(),
-            repositories=len(model.repos),
+            repositories=len(self.held()),
             deltas_applied=model.deltas_applied,
-            dead_letters=model.dead_letters_total,
+            dead_letters=model.dead_letters_total if reader().reads_all else 0,
             partitions=model.serves,
         )
 
@@ -109,7 +110,7 @@ class RepositoryAnswers(ServiceBase):
     ) -> RepositoryList:
         """The indexed repositories, filtered by name, freshness and language (any of
         its files), in ``sort`` order (by id by default), paged."""
-        repos = self.model.repos
+        repos = self.held()
         matched = [
             r
             for r in sorted(repos)
@@ -269,9 +270,16 @@ class RepositoryAnswers(ServiceBase):
 
     def dead_letters(self, limit: int = 20) -> DeadLetterPage:
         """The most recent events that could not be processed, newest first."""
-        recent = list(self.model.dead_letters)[-limit:][::-1]
+        letters = list(self.model.dead_letters)
+        total = self.model.dead_letters_total
+        if not reader().reads_all:
+            # Only the letters of the repositories it may read, and their count among
+            # the recent ones held: the deployment's total would tell of the others.
+            letters = [d for d in letters if d.key and self.readable(letter_repo(d.key))]
+            total = len(letters)
+        recent = letters[-limit:][::-1]
         return DeadLetterPage(
-            total=self.model.dead_letters_total,
+            total=total,
             items=[
                 DeadLetterOut(
                     failure=d.failure,

@@ -210,7 +210,7 @@ class RetrievalAnswers(ServiceBase):
         """The repositories a question names (a comma list of ids, names, substrings or
         globs; all held when None), by id."""
         patterns = [p.strip() for p in (repos or "").split(",") if p.strip()]
-        held = self.model.repos
+        held = self.held()
         return [
             Member(r, held[r].retrieval, self._importance(held[r]))
             for r in sorted(held)
