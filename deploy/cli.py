@@ -42,6 +42,9 @@ class Verb:
     """Refuses dense retrieval settings that cannot work together."""
     service: bool = False
     """Runs until stopped: a Ctrl-C is a requested stop (exit 0)."""
+    exposed: bool = False
+    """Serves HTTP: refuses a non-loopback address without authentication or
+    ``--insecure`` (issue 19)."""
 
     def load(self) -> Callable[..., int]:
         module, function = self.target.split(":")
@@ -49,11 +52,11 @@ class Verb:
 
 
 VERBS: Mapping[str, Verb] = {
-    "up": Verb("deploy.up:main", dense=True, service=True),
+    "up": Verb("deploy.up:main", dense=True, service=True, exposed=True),
     "worker": Verb("deploy.worker_part:main", broker=True, dense=True, service=True),
     "watch": Verb("deploy.sources_part:main", broker=True, service=True),
-    "serve": Verb("deploy.query_part:main", broker=True, dense=True, service=True),
-    "route": Verb("deploy.route_part:main", service=True),
+    "serve": Verb("deploy.query_part:main", broker=True, dense=True, service=True, exposed=True),
+    "route": Verb("deploy.route_part:main", service=True, exposed=True),
     "broker": Verb("deploy.up:broker_main", service=True),
     "eval": Verb("deploy.eval_cli:run"),
     "ranking": Verb("deploy.ranking_cli:run"),
@@ -86,6 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("paths", nargs="+", type=Path)
     up.add_argument("--port", type=int, help="query service port (0: any free port)")
     up.add_argument("--host", help="query service address (default 127.0.0.1)")
+    _exposure_arguments(up)
     sub.add_parser("worker", help="run one indexing worker (needs --broker)")
     watch = sub.add_parser("watch", help="scan, watch and follow repositories (needs --broker)")
     watch.add_argument("paths", nargs="+", type=Path)
@@ -96,6 +100,7 @@ def _parser() -> argparse.ArgumentParser:
         "--partitions", help="serve only these partitions' repositories, e.g. 0-3,8 (a shard)"
     )
     serve.add_argument("--shard", help="serve shard INDEX of COUNT (INDEX/COUNT), e.g. 1/4")
+    _exposure_arguments(serve)
     # Hidden, for `up`: serve on the socket it bound, log its progress lines, and show
     # the metrics of the other parts (PART=URL).
     serve.add_argument("--listen-fd", type=int, help=argparse.SUPPRESS)
@@ -112,12 +117,28 @@ def _parser() -> argparse.ArgumentParser:
     )
     route.add_argument("--port", type=int)
     route.add_argument("--host")
+    _exposure_arguments(route)
     sub.add_parser("broker", help="run the embedded broker alone and print its address")
     _eval_parser(sub)
     _ranking_parser(sub)
     _token_parser(sub)
     _query_parsers(sub)
     return parser
+
+
+def _exposure_arguments(verb: argparse.ArgumentParser) -> None:
+    verb.add_argument(
+        "--auth",
+        action="store_true",
+        default=None,
+        help="ask a token of every request (GAZETTEER_AUTH=on; `gazetteer token create`)",
+    )
+    verb.add_argument(
+        "--insecure",
+        action="store_true",
+        default=None,
+        help="serve a non-loopback --host without authentication (refused otherwise)",
+    )
 
 
 def _eval_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -316,6 +337,8 @@ def _settings(args: argparse.Namespace) -> Settings:
             "host": getattr(args, "host", None),
             "serve_partitions": getattr(args, "partitions", None),
             "shard": getattr(args, "shard", None),
+            "auth": getattr(args, "auth", None),
+            "insecure": getattr(args, "insecure", None),
         }.items()
         if value is not None
     }
@@ -331,6 +354,8 @@ def _refused(settings: Settings, verb: Verb) -> str | None:
         return "needs --broker kafka://host:port"
     if settings.serve_partitions and settings.shard:
         return "name a query replica's --partitions or its --shard, not both"
+    if verb.exposed and settings.exposure_refused is not None:
+        return settings.exposure_refused
     if verb.dense:
         from deploy.dense_setup import DenseSetupError, check_dense_settings
 

@@ -91,6 +91,7 @@ async def run_query(
         ready=materializer.ready.is_set,
         hosts=hosts,
         before_answer=materializer.probe_sources,
+        authenticate=settings.auth,
     )
     api.state.stopping = stop  # open dashboard event streams end before uvicorn waits on them
     mcp = mount_mcp(api)
@@ -113,7 +114,13 @@ async def run_query(
         while not server.started and not serving.done():
             await asyncio.sleep(0.05)
         url = f"http://{settings.host}:{port}"
-        log.info("query_service_listening", url=url, docs=f"{url}/docs", mcp=f"{url}/mcp")
+        log.info(
+            "query_service_listening",
+            url=url,
+            docs=f"{url}/docs",
+            mcp=f"{url}/mcp",
+            auth="on" if settings.auth else "off",
+        )
         if on_listening is not None:
             result = on_listening(url)
             if result is not None:

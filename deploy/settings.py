@@ -6,6 +6,7 @@ what each part needs down as plain values.
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Literal
 
@@ -14,6 +15,17 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from producers.topics import Topics
 from query.shard import Shard, parse_partitions, parse_shard
+
+
+def is_loopback_bind(host: str) -> bool:
+    """``localhost`` or a loopback address (``127.0.0.0/8``, ``::1``)."""
+    host = host.strip().lower().strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class Settings(BaseSettings):
@@ -30,6 +42,16 @@ class Settings(BaseSettings):
         "",
         description="comma list of the names the query service is reached by, beside its "
         "bind address (Host header check, query/host_check.py); '*': any",
+    )
+    auth: bool = Field(
+        False,
+        description="ask a token of every request but /health (GAZETTEER_AUTH=on; tokens: "
+        "`gazetteer token create`); off, the service is open to whoever reaches its port",
+    )
+    insecure: bool = Field(
+        False,
+        description="serve a non-loopback address without authentication (--insecure): "
+        "refused otherwise",
     )
     partitions: int = Field(8, ge=1, le=1024)
     max_file_bytes: int = Field(1_000_000, ge=1, description="larger files carry no content")
@@ -123,6 +145,18 @@ class Settings(BaseSettings):
         if self.serve_partitions:
             return Shard(partitions=parse_partitions(self.serve_partitions))
         return parse_shard(self.shard) if self.shard else Shard()
+
+    @property
+    def exposure_refused(self) -> str | None:
+        """Why the query service (or the router) must not start as set, or None: bound
+        beyond loopback, it asks for authentication or an explicit ``--insecure``."""
+        if self.auth or self.insecure or is_loopback_bind(self.host):
+            return None
+        return (
+            f"bound to {self.host}, beyond loopback, without authentication: set "
+            "GAZETTEER_AUTH=on (tokens: `gazetteer token create`), or pass --insecure "
+            "to serve every repository to whoever reaches the port"
+        )
 
     @property
     def allowed_host_names(self) -> tuple[str, ...]:

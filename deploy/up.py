@@ -121,6 +121,8 @@ def child_specs(
         "--listen-fd",
         str(listen_fd),
         "--progress",
+        *(["--auth"] if settings.auth else []),
+        *(["--insecure"] if settings.insecure else []),
         *[arg for peer in peers for arg in ("--metrics-peer", peer)],
     )
     runs = settings.data_dir / "runs"
