@@ -239,6 +239,11 @@ def _query_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     url = {"default": QUERY_URL, "help": f"the query service (default {QUERY_URL})"}
     mcp = sub.add_parser("mcp", help="serve the query tools to an agent over MCP (stdio)")
     mcp.add_argument("--url", **url)
+    mcp.add_argument(
+        "--token",
+        help="the bearer token to send (default: GAZETTEER_TOKEN; a process's "
+        "environment is less visible than its arguments)",
+    )
     search = sub.add_parser("search", help="rank a repository's files for a question")
     search.add_argument("repo")
     search.add_argument("question")

@@ -53,6 +53,9 @@ class Settings(BaseSettings):
         description="serve a non-loopback address without authentication (--insecure): "
         "refused otherwise",
     )
+    token: SecretStr | None = Field(
+        None, description="the bearer token `gazetteer mcp` sends to the query service"
+    )
     partitions: int = Field(8, ge=1, le=1024)
     max_file_bytes: int = Field(1_000_000, ge=1, description="larger files carry no content")
     batch_size: int = Field(200, ge=1)

@@ -31,11 +31,13 @@ class OverHttp:
     """The request to a query service in another process (the stdio server's way): the
     GET, or the POST of the body's arguments (those given) for ``impact``."""
 
-    def __init__(self, client: httpx.AsyncClient | str) -> None:
+    def __init__(self, client: httpx.AsyncClient | str, *, token: str | None = None) -> None:
         """``client``, or the URL of one made at the first call: httpx and its client
-        cost 0.1 s of CPU that answering ``initialize`` does not need (issue 20)."""
+        cost 0.1 s of CPU that answering ``initialize`` does not need (issue 20).
+        ``token``: sent as ``Authorization: Bearer`` by the client made (issue 19)."""
         self._client: httpx.AsyncClient | None = None if isinstance(client, str) else client
         self._url = client if isinstance(client, str) else ""
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     async def __call__(self, op: Operation, arguments: Mapping[str, Any]) -> Any:
         client = self._connected()
@@ -54,5 +56,5 @@ class OverHttp:
         if self._client is None:
             import httpx
 
-            self._client = httpx.AsyncClient(base_url=self._url, timeout=60)
+            self._client = httpx.AsyncClient(base_url=self._url, timeout=60, headers=self._headers)
         return self._client

@@ -171,15 +171,16 @@ def api_operations() -> list[Operation]:
     return operations(create_api(ReadModel(), ready=lambda: False).openapi())
 
 
-async def serve_stdio(url: str) -> None:
+async def serve_stdio(url: str, token: str | None = None) -> None:
     """The tools over stdin/stdout, calling the query service at ``url`` (`OverHttp`).
 
     The tools come from this installation's own API document, so the server starts
     and lists them even before the service is up (a call then says it is unreachable);
     that document is made at the first ``tools/list`` or call, and the HTTP client at
     the first call, not before ``initialize`` is answered (`Tools`, `OverHttp`).
+    ``token``: the bearer token every call sends (a service with authentication on).
     """
-    answers = OverHttp(url)  # its HTTP client made at the first call
+    answers = OverHttp(url, token=token)  # its HTTP client made at the first call
     try:
         server = create_server(answers, Tools(api_operations))
         async with stdio_server() as (read, write):

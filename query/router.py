@@ -34,6 +34,8 @@ import httpx
 import structlog
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from query.host_check import HostCheck, HostRule
 from query.materializer import partition_of
@@ -67,6 +69,33 @@ class ShardReplicas:
 
 class NoReplica(Exception):
     """Every replica of a shard failed: the last reason."""
+
+
+class Refused(Exception):
+    """A replica refused the request's credential (401, 403): the router's answer too,
+    rather than a page without that shard (issue 19)."""
+
+    def __init__(self, answer: httpx.Response) -> None:
+        super().__init__(answer.status_code)
+        self.answer = answer
+
+    def response(self) -> Response:
+        challenge = self.answer.headers.get("www-authenticate")
+        return Response(
+            self.answer.content,
+            self.answer.status_code,
+            media_type=self.answer.headers.get("content-type"),
+            headers={"WWW-Authenticate": challenge} if challenge else None,
+        )
+
+
+FORWARDED = frozenset({"content-type", "authorization"})
+"""The request headers a replica is given: the body's type, and the caller's token,
+which the replicas check (they fold the tokens; the router holds no state)."""
+
+
+def forwarded(request: Request) -> dict[str, str]:
+    return {k: v for k, v in request.headers.items() if k.lower() in FORWARDED}
 
 
 @dataclass
@@ -118,15 +147,29 @@ class Router:
 
     async def json_of(self, shard: ShardReplicas, method: str, path: str, **request: Any) -> Any:
         answer = await self.send(shard, method, path, **request)
+        if answer.status_code in (401, 403):
+            raise Refused(answer)
         if answer.status_code != 200:
             raise NoReplica(f"HTTP {answer.status_code}: {answer.text[:200]}")
         return answer.json()
 
 
-def create_router_app(router: Router, *, hosts: HostRule | None = None) -> FastAPI:
+def create_router_app(
+    router: Router, *, hosts: HostRule | None = None, authenticate: bool = False
+) -> FastAPI:
+    """``authenticate``: a request without a token is refused here (401), one with a
+    token is passed on to the replicas with it, which check it (a refusal of theirs is
+    the answer); ``/health`` stays open."""
     app = FastAPI(title="Gazetteer router", docs_url=None, redoc_url=None, openapi_url=None)
+    if authenticate:
+        app.add_middleware(TokenRequired)
     if hosts is not None:
         app.add_middleware(HostCheck, rule=hosts)
+
+    @app.exception_handler(Refused)
+    async def refused(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, Refused)
+        return exc.response()
 
     @app.get("/health")
     async def health() -> JSONResponse:
@@ -159,7 +202,9 @@ def create_router_app(router: Router, *, hosts: HostRule | None = None) -> FastA
         params.update(offset="0", limit=str(min(offset + limit, 1000)))
 
         async def ask(shard: ShardReplicas) -> Any:
-            return await router.json_of(shard, "GET", "/repositories", params=params)
+            return await router.json_of(
+                shard, "GET", "/repositories", params=params, headers=forwarded(request)
+            )
 
         got, missing = await router.each(ask)
         order = repository_key(params.get("sort", "repo"))
@@ -178,14 +223,15 @@ def create_router_app(router: Router, *, hosts: HostRule | None = None) -> FastA
 
     @app.get("/search")
     async def search(
-        q: str, repos: str | None = None, limit: int = 10, max_tokens: int = 2000
+        request: Request, q: str, repos: str | None = None, limit: int = 10, max_tokens: int = 2000
     ) -> JSONResponse:
         if not q or not 1 <= limit <= 100 or not 100 <= max_tokens <= 50_000:
             return JSONResponse({"detail": "q (non-empty), limit 1-100, max_tokens 100-50000"}, 422)
         body: dict[str, Any] = {"q": q, "repos": repos, "limit": limit, "max_tokens": 50_000}
+        auth = forwarded(request)
         # Pass 1: every shard's statistics, summed.
         got, missing = await router.each(
-            lambda s: router.json_of(s, "POST", "/shard/search/statistics", json=body)
+            lambda s: router.json_of(s, "POST", "/shard/search/statistics", json=body, headers=auth)
         )
         parts = [corpus_in(CorpusOut.model_validate(c)) for _, c in got]
         corpus = corpus_out(Corpus.merged(parts)).model_dump(mode="json")
@@ -194,14 +240,16 @@ def create_router_app(router: Router, *, hosts: HostRule | None = None) -> FastA
         # answered a later one would be on another scale.
         tops, lost = await router.each(
             lambda s: router.json_of(
-                s, "POST", "/shard/search/top", json={**body, "corpus": corpus}
+                s, "POST", "/shard/search/top", json={**body, "corpus": corpus}, headers=auth
             ),
             [s for s, _ in got],
         )
         corpus["top"] = max((c["top"] for _, c in tops if c["top"] is not None), default=0.0)
         # Pass 3: every shard's ranking with the whole corpus; merged.
         pages, gone = await router.each(
-            lambda s: router.json_of(s, "POST", "/shard/search", json={**body, "corpus": corpus}),
+            lambda s: router.json_of(
+                s, "POST", "/shard/search", json={**body, "corpus": corpus}, headers=auth
+            ),
             [s for s, _ in tops],
         )
         missing = sorted(set(missing) | set(lost) | set(gone))
@@ -236,7 +284,7 @@ def create_router_app(router: Router, *, hosts: HostRule | None = None) -> FastA
         if shard is None:  # a partition no shard serves: as the replicas say of an unknown one
             return JSONResponse({"detail": f"unknown repository {repo!r}; see /repositories"}, 404)
         body = await request.body()
-        headers = {k: v for k, v in request.headers.items() if k.lower() == "content-type"}
+        headers = forwarded(request)
         try:
             answer = await router.send(
                 shard,
@@ -259,10 +307,35 @@ def create_router_app(router: Router, *, hosts: HostRule | None = None) -> FastA
             headers={
                 "Gazetteer-Shard": shard.shard.describe(),
                 "Gazetteer-Replica": str(answer.url.copy_with(path="/", query=None)).rstrip("/"),
+                **{
+                    k: v
+                    for k, v in answer.headers.items()
+                    if k.lower() == "www-authenticate"  # a refusal's challenge
+                },
             },
         )
 
     return app
+
+
+class TokenRequired:
+    """ASGI middleware: a request but ``/health`` without an ``Authorization`` header is
+    refused at once (401), as a replica would refuse it; one with a header goes on."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] != "/health":
+            if not Headers(scope=scope).get("authorization"):
+                answer = JSONResponse(
+                    {"detail": "authentication required"},
+                    401,
+                    headers={"WWW-Authenticate": 'Bearer realm="gazetteer"'},
+                )
+                await answer(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def parse_shard_spec(spec: str) -> ShardReplicas:

@@ -50,9 +50,12 @@ def feed(model: ReadModel, repo: str, files: dict[str, str], *, clustered: bool)
 
 
 @contextmanager
-def query_service(model: ReadModel) -> Iterator[str]:
-    """Serve the API with MCP at /mcp in a background thread; yields its URL."""
-    api = create_api(model, ready=lambda: True, hosts=host_rule("127.0.0.1"))
+def query_service(model: ReadModel, *, authenticate: bool = False) -> Iterator[str]:
+    """Serve the API with MCP at /mcp in a background thread; yields its URL.
+    ``authenticate``: tokens asked, of the model's token book (issue 19)."""
+    api = create_api(
+        model, ready=lambda: True, hosts=host_rule("127.0.0.1"), authenticate=authenticate
+    )
     endpoint = mount_mcp(api)
     sock = listen("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn.Config(api, log_config=None, access_log=False))

@@ -1,0 +1,308 @@
+"""The attacker's suite of issue 19, over real HTTP, MCP (streamable HTTP and stdio) and
+the ``token`` CLI: two tenants' tokens over three repositories, an operator's and a
+revoked one.
+
+Every route of the API document (and /metrics, /mcp, the dashboard's data) is asked
+with no token, a wrong one, a revoked one and the other tenant's; an unreadable
+repository must answer byte for byte as a missing one does (a second service, over the
+same repositories but that one, says what missing looks like); and no answer to a
+tenant names a repository of the other. The counts are printed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from query.api import create_api
+from query.read_model import ReadModel
+from stores.tokens import TokenRecord, hash_secret, token_id
+from tests.e2e.cli import Gazetteer, eventually, run_cli
+from tests.e2e.query_service import feed, query_service
+from tests.gitrepo import GitRepo
+from tests.unit.test_retrieval_api import FILES
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+PAYMENTS = ("payments-api", "payments-web")
+SHARED = "shared-lib"
+SECRETS = {"payments": "gzt_e2e_payments", "shared": "gzt_e2e_shared", "ops": "gzt_e2e_ops"}
+REVOKED = "gzt_e2e_revoked"
+FILLED = {
+    "repo": PAYMENTS[0],
+    "path": "app/sessions.py",
+    "nid": "n-none",
+    "entry_id": "e-none",
+    "q": "resolve redirects",
+    "symbol": "send",
+    "name": "send",
+    "source": "app/sessions.py",
+    "target": "app/models.py",
+}
+"""A value for each parameter a route requires (most answer 200 with them)."""
+
+
+def record(name: str, secret: str, scopes: tuple[str, ...], repos: tuple[str, ...]) -> TokenRecord:
+    return TokenRecord(
+        id=token_id(name),
+        name=name,
+        hash=hash_secret(secret),
+        scopes=scopes,  # type: ignore[arg-type]
+        repos=repos,
+        created_at=1.0,
+    )
+
+
+def model_of(repos: tuple[str, ...]) -> ReadModel:
+    model = ReadModel(clock=lambda: 1002.0)
+    for repo in repos:
+        feed(model, repo, FILES, clustered=True)
+    book = model.tokens
+    book.apply(record("payments", SECRETS["payments"], ("read",), ("payments-*",)))
+    book.apply(record("shared", SECRETS["shared"], ("read",), ("shared-*",)))
+    book.apply(record("ops", SECRETS["ops"], ("read", "admin", "metrics"), ("*",)))
+    gone = record("gone", REVOKED, ("read", "admin", "metrics"), ("*",))
+    book.apply(gone)
+    book.apply(gone.model_copy(update={"revoked": True}))
+    return model
+
+
+@pytest.fixture(scope="module")
+def services() -> Iterator[tuple[str, str]]:
+    """The deployment, and one without ``payments-api`` (what a missing one answers)."""
+    with (
+        query_service(model_of((*PAYMENTS, SHARED)), authenticate=True) as whole,
+        query_service(model_of((PAYMENTS[1], SHARED)), authenticate=True) as without,
+    ):
+        yield whole, without
+
+
+def routes() -> list[tuple[str, str, dict[str, Any]]]:
+    """(method, path, query or body) of every operation of the API document, filled."""
+    document = create_api(ReadModel(), ready=lambda: True).openapi()
+    found = []
+    for template, item in sorted(document["paths"].items()):
+        for method, op in sorted(item.items()):
+            params = {
+                p["name"]: FILLED.get(p["name"], "x")
+                for p in op.get("parameters", [])
+                if p.get("required") and p["in"] == "query"
+            }
+            path = re.sub(r"\{(\w+)(:path)?\}", lambda m: FILLED[m.group(1)], template)
+            found.append((method.upper(), path, params))
+    found += [("GET", "/metrics", {}), ("GET", "/dashboard/data/payments-api", {})]
+    return found
+
+
+def ask(
+    url: str, method: str, path: str, params: dict[str, Any], secret: str | None
+) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+    if method == "POST":
+        body = {"symbols": ["Session.send"], **params}
+        return httpx.post(url + path, json=body, headers=headers, timeout=30)
+    return httpx.get(url + path, params=params, headers=headers, timeout=30)
+
+
+OPEN = {"/health", "/docs", "/redoc", "/openapi.json", "/docs/oauth2-redirect"}
+
+
+def test_every_route_refuses_strangers_and_hides_the_other_tenant(
+    services: tuple[str, str],
+) -> None:
+    whole, without = services
+    tried = refused = leaked = 0
+    for method, path, params in routes():
+        if path in OPEN:
+            continue
+        for secret in (None, "gzt_wrong", REVOKED):
+            answer = ask(whole, method, path, params, secret)
+            tried += 1
+            assert answer.status_code == 401, (method, path, secret, answer.text)
+            assert answer.headers["www-authenticate"].startswith("Bearer")
+            refused += 1
+            leaked += PAYMENTS[0].encode() in answer.content
+        own = ask(whole, method, path, params, SECRETS["payments"])
+        tried += 1
+        admin_only = path in ("/dead-letters", "/metrics") or path.endswith("/ranking")
+        assert own.status_code == (403 if admin_only else own.status_code), (path, own.text)
+        assert own.status_code not in (401, 500), (method, path, own.text)
+        refused += own.status_code == 403
+        leaked += SHARED.encode() in own.content
+        if not path.startswith(("/repositories/", "/dashboard/data/")):
+            continue
+        # The other tenant: payments-api is, to it, a repository that does not exist.
+        hidden = ask(whole, method, path, params, SECRETS["shared"])
+        missing = ask(without, method, path, params, SECRETS["shared"])
+        tried += 1
+        refused += hidden.status_code in (403, 404)
+        same = (hidden.status_code, hidden.content, _headers(hidden)) == (
+            missing.status_code,
+            missing.content,
+            _headers(missing),
+        )
+        assert same, (method, path, hidden.status_code, hidden.text, missing.text)
+        assert hidden.status_code in (403, 404, 422), (path, hidden.text)
+        leaked += b"app/sessions.py" in hidden.content and hidden.status_code != 422
+    print(f"\nauth attack suite: requests tried {tried}, refused {refused}, leaked {leaked}")
+    assert leaked == 0
+    assert tried > 150
+
+
+def _headers(answer: httpx.Response) -> dict[str, str]:
+    return {k: v for k, v in answer.headers.items() if k not in ("date", "server")}
+
+
+def test_listings_totals_and_org_search_hold_only_the_token_s_repositories(
+    services: tuple[str, str],
+) -> None:
+    whole, _ = services
+
+    def get(path: str, who: str, **params: Any) -> Any:
+        answer = httpx.get(whole + path, params=params, headers=bearer(who), timeout=30)
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    listed = get("/repositories", "payments")
+    assert (listed["total"], [r["repo"] for r in listed["items"]]) == (2, list(PAYMENTS))
+    assert get("/repositories", "shared", name="payments")["total"] == 0
+    assert get("/health", "shared")["repositories"] == 1
+    assert httpx.get(whole + "/health").json()["repositories"] == 0
+    searched = get("/search", "shared", q="resolve redirects session", limit=50)
+    assert searched["repositories"] == 1
+    assert {h["repo"] for h in searched["items"]} == {SHARED}
+    assert get("/search", "ops", q="resolve redirects session", limit=50)["repositories"] == 3
+
+
+def bearer(who: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {SECRETS[who]}"}
+
+
+def _bearer_of(secret: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {secret}"} if secret else {}
+
+
+def mcp_over_http(url: str, secret: str | None) -> Client:
+    client = create_mcp_http_client(headers=_bearer_of(secret))
+    return Client(streamable_http_client(f"{url}/mcp", http_client=client))
+
+
+def text_of(result: Any) -> str:
+    return " ".join(getattr(c, "text", "") for c in result.content)
+
+
+async def test_mcp_over_http_asks_a_token_and_filters_as_http(services: tuple[str, str]) -> None:
+    whole, _ = services
+    for secret in (None, "gzt_wrong", REVOKED):
+        async with httpx.AsyncClient(timeout=10) as http:
+            answer = await http.post(whole + "/mcp", json={}, headers=_bearer_of(secret))
+        assert answer.status_code == 401 and answer.headers["www-authenticate"].startswith("Bearer")
+        with pytest.raises(ExceptionGroup) as caught:  # the SDK's, around its MCPError
+            async with mcp_over_http(whole, secret) as client:
+                await client.list_tools()
+        assert "Server returned an error response" in repr(caught.value)
+    async with mcp_over_http(whole, SECRETS["shared"]) as client:
+        listed = await client.call_tool("repositories", {})
+        assert listed.structured_content is not None
+        assert [r["repo"] for r in listed.structured_content["items"]] == [SHARED]
+        hidden = await client.call_tool("repository", {"repo": PAYMENTS[0]})
+        assert hidden.is_error
+        assert (
+            text_of(hidden) == f"unknown repository {PAYMENTS[0]!r}; see /repositories (HTTP 404)"
+        )
+        letters = await client.call_tool("dead_letters", {})
+        assert (
+            letters.is_error and text_of(letters) == "this token lacks the 'admin' scope (HTTP 403)"
+        )
+        everywhere = await client.call_tool("search_all", {"q": "resolve redirects"})
+        assert everywhere.structured_content is not None
+        assert {h["repo"] for h in everywhere.structured_content["items"]} == {SHARED}
+
+
+async def test_mcp_over_stdio_sends_the_token_of_its_environment(
+    services: tuple[str, str],
+) -> None:
+    whole, _ = services
+
+    def stdio(**env: str) -> StdioServerParameters:
+        return StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "deploy.cli", "mcp", "--url", whole],
+            cwd=str(ROOT),
+            env={**os.environ, **env},
+        )
+
+    async with Client(stdio(GAZETTEER_TOKEN=SECRETS["payments"])) as client:
+        listed = await client.call_tool("repositories", {})
+        assert listed.structured_content is not None
+        assert [r["repo"] for r in listed.structured_content["items"]] == list(PAYMENTS)
+    async with Client(stdio()) as client:
+        refused = await client.call_tool("repositories", {})
+        assert refused.is_error and "(HTTP 401)" in text_of(refused)
+
+
+def test_tokens_made_listed_and_revoked_by_the_cli_hold_on_a_live_stack(tmp_path: Path) -> None:
+    repos = [
+        GitRepo.create(tmp_path / name, {f"{name}/core.py": f"def {name}_core():\n    return 1\n"})
+        for name in ("payments", "shared")
+    ]
+    up = Gazetteer(
+        ["up", *(str(r.root) for r in repos), "--port", "0", "--auth"],
+        tmp_path / "data",
+        GAZETTEER_LOG_FORMAT="json",
+    )
+    try:
+        url = up.url()
+        assert httpx.get(url + "/repositories", timeout=10).status_code == 401
+        broker = "kafka://" + up.log_events("broker_connected")[0]["bootstrap"]
+        made = run_cli(
+            "--broker",
+            broker,
+            "token",
+            "create",
+            "--name",
+            "ci-agent",
+            "--repos",
+            "payments*",
+            "--scope",
+            "read",
+        )
+        assert made.returncode == 0, made.stderr
+        secret = made.stdout.strip()
+        assert secret.startswith("gzt_") and "shown only now" in made.stderr
+        headers = {"Authorization": f"Bearer {secret}"}
+
+        def names() -> list[str]:
+            answer = httpx.get(url + "/repositories", headers=headers, timeout=10)
+            if answer.status_code != 200:
+                return []
+            return [r["name"] for r in answer.json()["items"]]
+
+        eventually(lambda: names() == ["payments"], 60, "the token folded, payments indexed")
+        listed = run_cli("--broker", broker, "token", "list")
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout.startswith("ci-agent\tactive\tscopes=read\trepos=payments*\t")
+        assert secret not in listed.stdout and hash_secret(secret) not in listed.stdout
+        gone = run_cli("--broker", broker, "token", "revoke", "ci-agent")
+        assert (gone.returncode, gone.stdout) == (0, "token ci-agent revoked\n"), gone.stderr
+
+        def refused() -> bool:
+            return httpx.get(url + "/repositories", headers=headers, timeout=10).status_code == 401
+
+        eventually(refused, 10, "the revocation folded")
+        again = run_cli("--broker", broker, "token", "revoke", "ci-agent")
+        assert again.returncode == 1 and "no active token named 'ci-agent'" in again.stderr
+        assert up.interrupt() == 0
+    finally:
+        up.kill()
