@@ -1,0 +1,78 @@
+"""The router with authentication on (issue 19): the caller's token goes to the replicas,
+which check it; merged answers hold only the token's repositories."""
+
+from __future__ import annotations
+
+import httpx
+
+from query.api import create_api
+from query.materializer import partition_of
+from query.read_model import ReadModel
+from query.router import Router, ShardReplicas, create_router_app
+from query.shard import Shard
+from stores.tokens import TokenRecord, hash_secret, token_id
+from tests.unit.test_router import PARTITIONS, model_of
+
+BILLING = "gzt_router_billing"  # reads billing and docs, on two shards
+
+
+def with_tokens(model: ReadModel) -> ReadModel:
+    model.tokens.apply(
+        TokenRecord(
+            id=token_id("billing"),
+            name="billing",
+            hash=hash_secret(BILLING),
+            scopes=("read",),
+            repos=("billing", "docs"),
+            created_at=1.0,
+        )
+    )
+    return model
+
+
+def routed() -> httpx.AsyncClient:
+    first = partition_of("billing", PARTITIONS)
+    a, b = ["billing"], ["gateway", "docs"]
+    apps = {
+        "http://a": httpx.ASGITransport(
+            app=create_api(with_tokens(model_of(a)), ready=lambda: True, authenticate=True)
+        ),
+        "http://b": httpx.ASGITransport(
+            app=create_api(with_tokens(model_of(b)), ready=lambda: True, authenticate=True)
+        ),
+    }
+    shards = [
+        ShardReplicas(Shard(partitions=frozenset({first})), ["http://a"]),
+        ShardReplicas(Shard(partitions=frozenset(set(range(PARTITIONS)) - {first})), ["http://b"]),
+    ]
+    backend = httpx.AsyncClient(mounts=apps)
+    app = create_router_app(Router(shards, PARTITIONS, backend), authenticate=True)
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://router")
+
+
+async def test_no_or_a_wrong_token_is_refused_at_the_router_or_by_the_replicas() -> None:
+    async with routed() as client:
+        for path in ("/repositories", "/search?q=rate", "/repositories/billing/files"):
+            none = await client.get(path)
+            assert none.status_code == 401
+            assert none.headers["www-authenticate"] == 'Bearer realm="gazetteer"'
+            wrong = await client.get(path, headers={"Authorization": "Bearer gzt_no"})
+            assert wrong.status_code == 401, (path, wrong.text)
+            assert wrong.json() == {"detail": "invalid or revoked token"}
+            assert "invalid_token" in wrong.headers["www-authenticate"]
+        assert (await client.get("/health")).status_code == 200
+
+
+async def test_merged_answers_hold_only_the_token_s_repositories() -> None:
+    headers = {"Authorization": f"Bearer {BILLING}"}
+    async with routed() as client:
+        listed = (await client.get("/repositories", headers=headers)).json()
+        assert (listed["total"], [r["repo"] for r in listed["items"]]) == (2, ["billing", "docs"])
+        found = (await client.get("/search", params={"q": "rate limit"}, headers=headers)).json()
+        assert found["repositories"] == 2 and found["partial"] is False
+        assert {h["repo"] for h in found["items"]} <= {"billing", "docs"}
+        hidden = await client.get("/repositories/gateway", headers=headers)
+        missing = await client.get("/repositories/gatewax", headers=headers)
+        assert hidden.status_code == missing.status_code == 404
+        assert hidden.json()["detail"] == "unknown repository 'gateway'; see /repositories"
+        assert (await client.get("/repositories/docs", headers=headers)).status_code == 200
