@@ -248,7 +248,7 @@ def _query_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     search.add_argument("repo")
     search.add_argument("question")
     search.add_argument("--limit", type=int, default=10, help="files to list (default 10)")
-    search.add_argument("--url", **url)
+    _service_arguments(search, url)
     context = sub.add_parser("context", help="print a context pack: the code to read, in budget")
     context.add_argument("repo")
     about = context.add_mutually_exclusive_group()
@@ -258,9 +258,19 @@ def _query_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
         "--path", help="a file's path in the repository; with --symbol, a file or folder to look in"
     )
     context.add_argument("--budget", type=int, default=8000, help="tokens (default 8000)")
-    context.add_argument("--url", **url)
+    _service_arguments(context, url)
     _navigation_parsers(sub, url)
     _impact_parser(sub, url)
+
+
+def _service_arguments(verb: argparse.ArgumentParser, url: dict[str, Any]) -> None:
+    """Where a query verb asks, and with which token (a service with GAZETTEER_AUTH=on)."""
+    verb.add_argument("--url", **url)
+    verb.add_argument(
+        "--token",
+        help="the bearer token to send (visible in the process list: prefer mcp's "
+        "GAZETTEER_TOKEN for an agent)",
+    )
 
 
 def _navigation_parsers(sub: argparse._SubParsersAction, url: dict[str, Any]) -> None:  # type: ignore[type-arg]
@@ -269,7 +279,7 @@ def _navigation_parsers(sub: argparse._SubParsersAction, url: dict[str, Any]) ->
     def paged(verb: argparse.ArgumentParser, limit: int) -> None:
         verb.add_argument("--offset", type=int, default=0, help="the page's first item")
         verb.add_argument("--limit", type=int, default=limit, help=f"items (default {limit})")
-        verb.add_argument("--url", **url)
+        _service_arguments(verb, url)
 
     name = "a symbol name, 'Class.method', or a file's path"
     in_file = "only the symbols defined in this file"
@@ -293,7 +303,7 @@ def _navigation_parsers(sub: argparse._SubParsersAction, url: dict[str, Any]) ->
     between.add_argument("source", help=name)
     between.add_argument("target", help=name)
     between.add_argument("--max-hops", type=int, default=8, help="at most 8 (default)")
-    between.add_argument("--url", **url)
+    _service_arguments(between, url)
     near = sub.add_parser("neighbors", help="the nodes around a symbol or file, hubs skipped")
     near.add_argument("repo")
     near.add_argument("node", help=name)
@@ -326,7 +336,7 @@ def _impact_parser(sub: argparse._SubParsersAction, url: dict[str, Any]) -> None
     verb.add_argument("--depth", type=int, default=2, help="hops of dependents (default 2)")
     verb.add_argument("--budget", type=int, default=4000, help="tokens (default 4000)")
     verb.add_argument("--limit", type=int, default=50, help="dependents and tests (default 50)")
-    verb.add_argument("--url", **url)
+    _service_arguments(verb, url)
 
 
 def _settings(args: argparse.Namespace) -> Settings:

@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from deploy.query_cli import bearer
 from query.service_client import QueryError, expand, post_json_now
 
 
@@ -95,7 +96,7 @@ def impact(args: argparse.Namespace) -> int:
     body = {**change, "depth": args.depth, "budget_tokens": args.budget, "limit": args.limit}
     path = expand("/repositories/{repo}/impact", {"repo": args.repo})
     try:
-        with httpx.Client(base_url=args.url, timeout=60) as client:
+        with httpx.Client(base_url=args.url, timeout=60, headers=bearer(args.token)) as client:
             answer = post_json_now(client, path, body)
     except QueryError as exc:
         hint = "; is `gazetteer up` running there? (see --url)" if exc.status is None else ""

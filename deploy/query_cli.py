@@ -14,9 +14,14 @@ import httpx
 from query.service_client import QueryError, expand, get_json_now
 
 
-def _ask(url: str, path: str, params: dict[str, object]) -> Any:
-    with httpx.Client(base_url=url, timeout=60) as client:
+def _ask(args: argparse.Namespace, path: str, params: dict[str, object]) -> Any:
+    with httpx.Client(base_url=args.url, timeout=60, headers=bearer(args.token)) as client:
         return get_json_now(client, path, params)
+
+
+def bearer(token: str | None) -> dict[str, str]:
+    """The header of ``--token`` (issue 19), none without one."""
+    return {"Authorization": f"Bearer {token}"} if token else {}
 
 
 def _refused(verb: str, error: QueryError) -> int:
@@ -29,7 +34,7 @@ def _refused(verb: str, error: QueryError) -> int:
 def search(args: argparse.Namespace) -> int:
     path = expand("/repositories/{repo}/search", {"repo": args.repo})
     try:
-        page = _ask(args.url, path, {"q": args.question, "limit": args.limit})
+        page = _ask(args, path, {"q": args.question, "limit": args.limit})
     except QueryError as exc:
         return _refused("search", exc)
     for hit in page["items"]:
@@ -47,7 +52,7 @@ def context(args: argparse.Namespace) -> int:
     path = expand("/repositories/{repo}/context", {"repo": args.repo})
     about = {"q": args.q, "symbol": args.symbol, "path": args.path, "budget": args.budget}
     try:
-        pack = _ask(args.url, path, about)
+        pack = _ask(args, path, about)
     except QueryError as exc:
         return _refused("context", exc)
     print(pack["text"])
@@ -70,7 +75,7 @@ def _where(node: dict[str, Any]) -> str:
 def _navigate(verb: str, args: argparse.Namespace, route: str, params: dict[str, object]) -> Any:
     path = expand(f"/repositories/{{repo}}/{route}", {"repo": args.repo})
     try:
-        return _ask(args.url, path, params)
+        return _ask(args, path, params)
     except QueryError as exc:
         _refused(verb, exc)
         return None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -295,14 +296,49 @@ def test_tokens_made_listed_and_revoked_by_the_cli_hold_on_a_live_stack(tmp_path
         assert listed.stdout.startswith("ci-agent\tactive\tscopes=read\trepos=payments*\t")
         assert secret not in listed.stdout and hash_secret(secret) not in listed.stdout
         gone = run_cli("--broker", broker, "token", "revoke", "ci-agent")
+        revoked_at = time.monotonic()
         assert (gone.returncode, gone.stdout) == (0, "token ci-agent revoked\n"), gone.stderr
 
         def refused() -> bool:
             return httpx.get(url + "/repositories", headers=headers, timeout=10).status_code == 401
 
         eventually(refused, 10, "the revocation folded")
+        print(f"\nrevocation refused {time.monotonic() - revoked_at:.2f} s after token revoke")
         again = run_cli("--broker", broker, "token", "revoke", "ci-agent")
         assert again.returncode == 1 and "no active token named 'ci-agent'" in again.stderr
         assert up.interrupt() == 0
     finally:
         up.kill()
+
+
+def test_the_query_verbs_send_their_token(services: tuple[str, str]) -> None:
+    whole, _ = services
+    found = run_cli(
+        "search", PAYMENTS[0], "resolve redirects", "--url", whole, "--token", SECRETS["payments"]
+    )
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.startswith("app/")
+    hidden = run_cli(
+        "search", PAYMENTS[0], "resolve redirects", "--url", whole, "--token", SECRETS["shared"]
+    )
+    assert hidden.returncode == 2
+    assert (
+        hidden.stderr
+        == f"gazetteer search: unknown repository {PAYMENTS[0]!r}; see /repositories (HTTP 404)\n"
+    )
+    none = run_cli("search", PAYMENTS[0], "resolve redirects", "--url", whole)
+    assert (none.returncode, none.stderr) == (
+        2,
+        "gazetteer search: authentication required (HTTP 401)\n",
+    )
+    impact = run_cli(
+        "impact",
+        PAYMENTS[0],
+        "--symbol",
+        "Session.send",
+        "--url",
+        whole,
+        "--token",
+        SECRETS["payments"],
+    )
+    assert impact.returncode == 0, impact.stderr
