@@ -225,6 +225,7 @@ def test_the_configmap_sets_only_real_settings_with_valid_values(
     settings = settings_from(data, monkeypatch)
     assert settings.bootstrap == "kafka:9092"
     assert settings.host == "0.0.0.0"
+    assert settings.auth and settings.exposure_refused is None  # issue 19
 
 
 def test_the_containers_set_only_real_settings(monkeypatch: pytest.MonkeyPatch) -> None:
