@@ -5,8 +5,8 @@ default partitioner gives the repository's key, and every topic has the same num
 partitions (`producers.topics.Topics.specs`). So a set of partition numbers names a set
 of repositories on every topic alike, and a replica that reads only those partitions
 holds, and answers for, only those repositories. Replicas of one shard are
-interchangeable. The ranking profiles are the exception: keyed by scope (a repository,
-or ``*`` for all), every replica reads all of them.
+interchangeable. The ranking profiles and the access tokens are the exceptions: keyed
+by scope (a repository, or ``*`` for all) and by token, every replica reads all of them.
 
 ``--partitions 0-3,8`` names the partitions; ``--shard 1/4`` the shard of index 1 in 4,
 the partitions ``p`` with ``p % 4 == 1``. None of either: every partition. Pure.
