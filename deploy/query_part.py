@@ -91,6 +91,7 @@ async def run_query(
         ready=materializer.ready.is_set,
         hosts=hosts,
         before_answer=materializer.probe_sources,
+        limits=settings.request_limits,
     )
     api.state.stopping = stop  # open dashboard event streams end before uvicorn waits on them
     mcp = mount_mcp(api)

@@ -44,7 +44,8 @@ async def _route(settings: Settings, args: argparse.Namespace, shards: list[Shar
     stop_on_signals(stop, args.parent_pid)
     async with httpx.AsyncClient(timeout=TIMEOUT_S) as client:
         router = Router(shards, settings.partitions, client)
-        app = create_router_app(router, hosts=host_rule(settings.host, settings.allowed_host_names))
+        hosts = host_rule(settings.host, settings.allowed_host_names)
+        app = create_router_app(router, hosts=hosts, limits=settings.request_limits)
         sock = listen(settings.host, settings.port)
         port = sock.getsockname()[1]
         server = QuietServer(

@@ -15,6 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.types import ASGIApp
 
 from query.api_docs import create_docs_routes
+from query.audit_log import AuditLog
 from query.churn_api import create_churn_routes
 from query.compute_gate import ComputeGate
 from query.dashboard.routes import create_dashboard_routes
@@ -25,6 +26,7 @@ from query.metrics import METRICS_PATH, QueryTimer, exposition, service_registry
 from query.navigation_api import create_navigation_routes
 from query.neighborhood_api import create_neighborhood_routes
 from query.read_model import ReadModel
+from query.request_limits import RequestLimits, add_inner, add_outer
 from query.retrieval_api import create_retrieval_routes
 from query.schemas import (
     DeadLetterPage,
@@ -95,6 +97,7 @@ def create_api(
     *,
     hosts: HostRule | None = None,
     before_answer: Callable[[str], Awaitable[None]] | None = None,
+    limits: RequestLimits | None = None,
 ) -> FastAPI:
     """The endpoints are coroutines on purpose: they run on the event loop that feeds the
     read model, so a request never sees the model half-way through a delta (FastAPI runs
@@ -103,7 +106,9 @@ def create_api(
     ``hosts``: the Host names every route answers to (query/host_check.py; the service
     passes `host_rule` of its bind address); None: any, for an app called in process
     (tests, the stdio MCP server's schema). ``before_answer(repo)``: awaited before an
-    answer about a repository is computed (the materializer's `probe_sources`)."""
+    answer about a repository is computed (the materializer's `probe_sources`).
+    ``limits``: request size, time and rate limits and the audit line
+    (query/request_limits.py); None: none."""
     api = FastAPI(
         title="Gazetteer",
         description="Where things are in an organization's code, and how far to trust it.",
@@ -117,8 +122,15 @@ def create_api(
     # Inside the timer, so that a query's time counts its wait for a slot.
     api.add_middleware(in_front(gate))
     api.add_middleware(QueryTimer)
+    if limits is not None:
+        add_inner(api, limits)  # the rate and time limits: inside the authentication
+    # (the authentication sits here: between the two, so the rate limit knows the caller)
+    if limits is not None:
+        add_outer(api, limits)  # the size limit
     if hosts is not None:
-        api.add_middleware(HostCheck, rule=hosts)  # outermost: a refusal does no work
+        api.add_middleware(HostCheck, rule=hosts)  # a refusal does no work
+    if limits is not None and limits.audit:
+        api.add_middleware(AuditLog)  # outermost: every request's line, refusals included
     registry = service_registry(model)
 
     async def refused(request: Request, exc: Exception) -> Response:

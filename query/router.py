@@ -35,9 +35,11 @@ import structlog
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
+from query.audit_log import AuditLog, note_repositories
 from query.host_check import HostCheck, HostRule
 from query.materializer import partition_of
 from query.org_search import Corpus
+from query.request_limits import RequestLimits, add_inner, add_outer
 from query.retrieval_schemas import CorpusOut, OrgSearchHit
 from query.service.repositories import RepositoryOrder, repository_key
 from query.service.retrieval import corpus_in, corpus_out, within_tokens
@@ -123,10 +125,18 @@ class Router:
         return answer.json()
 
 
-def create_router_app(router: Router, *, hosts: HostRule | None = None) -> FastAPI:
+def create_router_app(
+    router: Router, *, hosts: HostRule | None = None, limits: RequestLimits | None = None
+) -> FastAPI:
+    """``hosts`` and ``limits`` as in `query.api.create_api`."""
     app = FastAPI(title="Gazetteer router", docs_url=None, redoc_url=None, openapi_url=None)
+    if limits is not None:
+        add_inner(app, limits)
+        add_outer(app, limits)
     if hosts is not None:
         app.add_middleware(HostCheck, rule=hosts)
+    if limits is not None and limits.audit:
+        app.add_middleware(AuditLog)
 
     @app.get("/health")
     async def health() -> JSONResponse:
@@ -178,7 +188,7 @@ def create_router_app(router: Router, *, hosts: HostRule | None = None) -> FastA
 
     @app.get("/search")
     async def search(
-        q: str, repos: str | None = None, limit: int = 10, max_tokens: int = 2000
+        request: Request, q: str, repos: str | None = None, limit: int = 10, max_tokens: int = 2000
     ) -> JSONResponse:
         if not q or not 1 <= limit <= 100 or not 100 <= max_tokens <= 50_000:
             return JSONResponse({"detail": "q (non-empty), limit 1-100, max_tokens 100-50000"}, 422)
@@ -210,6 +220,7 @@ def create_router_app(router: Router, *, hosts: HostRule | None = None) -> FastA
             key=lambda h: (-round(h["score"], 6), h["repo"], h["path"]),
         )[:limit]
         items = within_tokens([OrgSearchHit.model_validate(h) for h in hits], max_tokens)
+        note_repositories(request.scope, (i.repo for i in items))  # for the audit line
         first = pages[0][1] if pages else {}
         return JSONResponse(
             {

@@ -1,0 +1,97 @@
+"""The audit log: one structured line per request, ``request_handled``.
+
+Each line says who asked (the token's name, or ``anonymous``; query/caller.py), from
+which address, what (method, and the route's template, ``/repositories/{repo}/search``,
+else the path when no route matched), about which repositories, and how it went (the
+status, and the time to the end of the answer). Never the headers, the query string or
+the body: a token or a question's text is not the log's to keep.
+
+The repositories are the request's ``{repo}`` and its ``repos=`` list (as asked: ids,
+names or globs), plus any a handler notes with `note_repositories` (the router's
+org-wide search notes the repositories of its hits). The middleware wraps everything
+else, the Host check and the authentication included, so their refusals are logged too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+import structlog
+from starlette.datastructures import QueryParams
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from query.caller import caller_name, client_address
+
+log = structlog.get_logger(__name__)
+
+MAX_REPOSITORIES = 50
+"""Repositories named on one line at most (``repositories_total`` counts them all)."""
+NOTED = "audit_repositories"
+"""The key of the repositories a handler notes, in the request's state."""
+
+
+def note_repositories(scope: Scope, repos: Iterable[str]) -> None:
+    """Note ``repos`` as touched by the request of ``scope`` (a handler's
+    ``request.scope``: its state is the one the audit line reads)."""
+    state = scope.setdefault("state", {})
+    state[NOTED] = [*state.get(NOTED, ()), *repos]
+
+
+def route_of(scope: Scope) -> str:
+    """The template of the route the request matched, else its path."""
+    path = getattr(scope.get("route"), "path", None)
+    return path if isinstance(path, str) else str(scope["path"])
+
+
+def repositories_of(scope: Scope) -> list[str]:
+    """The repositories a request named or a handler noted: sorted, each once."""
+    found: set[str] = set()
+    params = scope.get("path_params")
+    if isinstance(params, Mapping) and isinstance(params.get("repo"), str):
+        found.add(params["repo"])
+    for value in QueryParams(scope.get("query_string", b"")).getlist("repos"):
+        found.update(r.strip() for r in value.split(",") if r.strip())
+    state = scope.get("state")
+    noted = state.get(NOTED) if isinstance(state, Mapping) else None
+    if isinstance(noted, list):
+        found.update(r for r in noted if isinstance(r, str))
+    return sorted(found)
+
+
+class AuditLog:
+    """Pure ASGI middleware: the `request_handled` line of every HTTP request."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status: int | None = None  # None: no answer begun (the client left first)
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except Exception:
+            status = status or 500  # what the server's error handler answers
+            raise
+        finally:
+            repos = repositories_of(scope)
+            log.info(
+                "request_handled",
+                token=caller_name(scope),
+                client=client_address(scope),
+                method=scope["method"],
+                route=route_of(scope),
+                repositories=repos[:MAX_REPOSITORIES],
+                repositories_total=len(repos),
+                status=status,
+                duration_ms=round((time.perf_counter() - started) * 1000, 1),
+            )
