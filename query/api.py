@@ -130,7 +130,8 @@ def create_api(
     if hosts is not None:
         api.add_middleware(HostCheck, rule=hosts)  # a refusal does no work
     if limits is not None and limits.audit:
-        api.add_middleware(AuditLog)  # outermost: every request's line, refusals included
+        # Outermost: every request's line, the refusals of the Host check included.
+        api.add_middleware(AuditLog, routes=api.router.routes)
     registry = service_registry(model)
 
     async def refused(request: Request, exc: Exception) -> Response:

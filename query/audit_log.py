@@ -15,9 +15,12 @@ else, the Host check and the authentication included, so their refusals are logg
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
 import structlog
 from starlette.datastructures import QueryParams
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from query.caller import caller_name, client_address
@@ -37,17 +40,31 @@ def note_repositories(scope: Scope, repos: Iterable[str]) -> None:
     state[NOTED] = [*state.get(NOTED, ()), *repos]
 
 
-def route_of(scope: Scope) -> str:
-    """The template of the route the request matched, else its path."""
+def route_of(scope: Scope, routes: Sequence[BaseRoute] = ()) -> tuple[str, Mapping[str, Any]]:
+    """The template of the route the request matched and its path parameters; for a
+    request refused before the app routed it (the Host check, authentication, a limit,
+    a wait for a compute slot cut short) the route of ``routes`` it would have taken;
+    else its path, and none."""
     path = getattr(scope.get("route"), "path", None)
-    return path if isinstance(path, str) else str(scope["path"])
+    if isinstance(path, str):
+        return path, scope.get("path_params") or {}
+    partial: tuple[str, Mapping[str, Any]] | None = None
+    for route in routes:
+        match, child = route.matches(scope)
+        template = getattr(route, "path", None)
+        if match is Match.NONE or not isinstance(template, str):
+            continue
+        if match is Match.FULL:
+            return template, child.get("path_params", {})
+        partial = partial or (template, child.get("path_params", {}))
+    return partial or (str(scope["path"]), {})
 
 
-def repositories_of(scope: Scope) -> list[str]:
-    """The repositories a request named or a handler noted: sorted, each once."""
+def repositories_of(scope: Scope, params: Mapping[str, Any]) -> list[str]:
+    """The repositories a request named (its ``{repo}`` in ``params``, its ``repos=``)
+    or a handler noted: sorted, each once."""
     found: set[str] = set()
-    params = scope.get("path_params")
-    if isinstance(params, Mapping) and isinstance(params.get("repo"), str):
+    if isinstance(params.get("repo"), str):
         found.add(params["repo"])
     for value in QueryParams(scope.get("query_string", b"")).getlist("repos"):
         found.update(r.strip() for r in value.split(",") if r.strip())
@@ -59,10 +76,14 @@ def repositories_of(scope: Scope) -> list[str]:
 
 
 class AuditLog:
-    """Pure ASGI middleware: the `request_handled` line of every HTTP request."""
+    """Pure ASGI middleware: the `request_handled` line of every HTTP request.
 
-    def __init__(self, app: ASGIApp) -> None:
+    ``routes``: the app's (``app.router.routes``, the list itself: routes added later
+    count), to name the route of a request refused before it was routed."""
+
+    def __init__(self, app: ASGIApp, routes: Sequence[BaseRoute] = ()) -> None:
         self.app = app
+        self.routes = routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -83,13 +104,14 @@ class AuditLog:
             status = status or 500  # what the server's error handler answers
             raise
         finally:
-            repos = repositories_of(scope)
+            route, params = route_of(scope, self.routes)
+            repos = repositories_of(scope, params)
             log.info(
                 "request_handled",
                 token=caller_name(scope),
                 client=client_address(scope),
                 method=scope["method"],
-                route=route_of(scope),
+                route=route,
                 repositories=repos[:MAX_REPOSITORIES],
                 repositories_total=len(repos),
                 status=status,

@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from query.caller import caller_key, principal_of
 from query.token_bucket import Buckets, Rate, retry_after_s
 
+
 class RateLimit:
     """Pure ASGI middleware: each HTTP request takes a token of its caller's bucket."""
 

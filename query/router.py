@@ -136,7 +136,7 @@ def create_router_app(
     if hosts is not None:
         app.add_middleware(HostCheck, rule=hosts)
     if limits is not None and limits.audit:
-        app.add_middleware(AuditLog)
+        app.add_middleware(AuditLog, routes=app.router.routes)
 
     @app.get("/health")
     async def health() -> JSONResponse:
