@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 
 from fastapi import FastAPI, Query, Request, Response
 from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.types import ASGIApp
 
@@ -131,7 +132,7 @@ def create_api(
         api.add_middleware(HostCheck, rule=hosts)  # a refusal does no work
     if limits is not None and limits.audit:
         # Outermost: every request's line, the refusals of the Host check included.
-        api.add_middleware(AuditLog, routes=api.router.routes)
+        api.add_middleware(AuditLog, routes=lambda: iter_route_contexts(api.routes))
     registry = service_registry(model)
 
     async def refused(request: Request, exc: Exception) -> Response:

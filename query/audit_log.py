@@ -15,12 +15,12 @@ else, the Host check and the authentication included, so their refusals are logg
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
 
 import structlog
 from starlette.datastructures import QueryParams
-from starlette.routing import BaseRoute, Match
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from query.caller import caller_name, client_address
@@ -40,7 +40,20 @@ def note_repositories(scope: Scope, repos: Iterable[str]) -> None:
     state[NOTED] = [*state.get(NOTED, ()), *repos]
 
 
-def route_of(scope: Scope, routes: Sequence[BaseRoute] = ()) -> tuple[str, Mapping[str, Any]]:
+class Routable(Protocol):
+    """A route as far as naming one goes (Starlette's routes, FastAPI's route contexts)."""
+
+    @property
+    def path(self) -> str | None: ...
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]: ...
+
+
+Routes = Callable[[], Iterable[Routable]]
+"""The app's routes, asked for when needed (routes added after the middleware count)."""
+
+
+def route_of(scope: Scope, routes: Routes = tuple) -> tuple[str, Mapping[str, Any]]:
     """The template of the route the request matched and its path parameters; for a
     request refused before the app routed it (the Host check, authentication, a limit,
     a wait for a compute slot cut short) the route of ``routes`` it would have taken;
@@ -49,14 +62,13 @@ def route_of(scope: Scope, routes: Sequence[BaseRoute] = ()) -> tuple[str, Mappi
     if isinstance(path, str):
         return path, scope.get("path_params") or {}
     partial: tuple[str, Mapping[str, Any]] | None = None
-    for route in routes:
+    for route in routes():
         match, child = route.matches(scope)
-        template = getattr(route, "path", None)
-        if match is Match.NONE or not isinstance(template, str):
+        if match is Match.NONE or route.path is None:
             continue
         if match is Match.FULL:
-            return template, child.get("path_params", {})
-        partial = partial or (template, child.get("path_params", {}))
+            return route.path, child.get("path_params", {})
+        partial = partial or (route.path, child.get("path_params", {}))
     return partial or (str(scope["path"]), {})
 
 
@@ -78,10 +90,10 @@ def repositories_of(scope: Scope, params: Mapping[str, Any]) -> list[str]:
 class AuditLog:
     """Pure ASGI middleware: the `request_handled` line of every HTTP request.
 
-    ``routes``: the app's (``app.router.routes``, the list itself: routes added later
-    count), to name the route of a request refused before it was routed."""
+    ``routes``: the app's, to name the route of a request refused before it was
+    routed."""
 
-    def __init__(self, app: ASGIApp, routes: Sequence[BaseRoute] = ()) -> None:
+    def __init__(self, app: ASGIApp, routes: Routes = tuple) -> None:
         self.app = app
         self.routes = routes
 

@@ -34,6 +34,7 @@ import httpx
 import structlog
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 
 from query.audit_log import AuditLog, note_repositories
 from query.host_check import HostCheck, HostRule
@@ -136,7 +137,7 @@ def create_router_app(
     if hosts is not None:
         app.add_middleware(HostCheck, rule=hosts)
     if limits is not None and limits.audit:
-        app.add_middleware(AuditLog, routes=app.router.routes)
+        app.add_middleware(AuditLog, routes=lambda: iter_route_contexts(app.routes))
 
     @app.get("/health")
     async def health() -> JSONResponse:

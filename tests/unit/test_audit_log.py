@@ -61,7 +61,7 @@ def audited() -> Starlette:
     return Starlette(
         routes=routes,
         middleware=[
-            Middleware(AuditLog, routes=routes),
+            Middleware(AuditLog, routes=lambda: routes),
             Middleware(HostCheck, rule=host_rule("127.0.0.1")),
             Middleware(Authenticated),
             Middleware(Refusing),
