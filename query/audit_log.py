@@ -8,12 +8,16 @@ the body: a token or a question's text is not the log's to keep.
 
 The repositories are the request's ``{repo}`` and its ``repos=`` list (as asked: ids,
 names or globs), plus any a handler notes with `note_repositories` (the router's
-org-wide search notes the repositories of its hits). The middleware wraps everything
-else, the Host check and the authentication included, so their refusals are logged too.
+org-wide search notes the repositories of its hits). An MCP request (``/mcp``, JSON-RPC
+over streamable HTTP) names them in its body: the line adds ``tools``, the tools it
+calls, and the ``repo`` and ``repos`` of their arguments (`tool_calls`). The middleware
+wraps everything else, the Host check and the authentication included, so their
+refusals are logged too.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
@@ -27,6 +31,10 @@ from query.caller import caller_name, client_address
 
 log = structlog.get_logger(__name__)
 
+MCP_PATHS = frozenset({"/mcp"})
+MAX_PEEK_BYTES = 1 << 20
+"""The most of an MCP request's body kept to read its tool calls (the size limit's
+default: a larger one is refused anyway)."""
 MAX_REPOSITORIES = 50
 """Repositories named on one line at most (``repositories_total`` counts them all)."""
 NOTED = "audit_repositories"
@@ -72,10 +80,39 @@ def route_of(scope: Scope, routes: Routes = tuple) -> tuple[str, Mapping[str, An
     return partial or (str(scope["path"]), {})
 
 
-def repositories_of(scope: Scope, params: Mapping[str, Any]) -> list[str]:
-    """The repositories a request named (its ``{repo}`` in ``params``, its ``repos=``)
-    or a handler noted: sorted, each once."""
-    found: set[str] = set()
+def tool_calls(body: bytes) -> tuple[list[str], list[str]]:
+    """The tools an MCP request's body calls (one JSON-RPC message or a batch), in
+    order, and the repositories their arguments name (``repo``; ``repos``, a comma list).
+    Anything else of the body is not looked at."""
+    try:
+        decoded = json.loads(body)
+    except ValueError:  # not JSON, or cut at MAX_PEEK_BYTES
+        return [], []
+    tools: list[str] = []
+    repos: list[str] = []
+    for message in decoded if isinstance(decoded, list) else [decoded]:
+        if not isinstance(message, dict) or message.get("method") != "tools/call":
+            continue
+        params = message.get("params")
+        if not isinstance(params, dict):
+            continue
+        if isinstance(params.get("name"), str):
+            tools.append(params["name"])
+        arguments = params.get("arguments")
+        if isinstance(arguments, dict):
+            if isinstance(arguments.get("repo"), str):
+                repos.append(arguments["repo"])
+            if isinstance(arguments.get("repos"), str):
+                repos.extend(arguments["repos"].split(","))
+    return tools, repos
+
+
+def repositories_of(
+    scope: Scope, params: Mapping[str, Any], named: Iterable[str] = ()
+) -> list[str]:
+    """The repositories a request named (its ``{repo}`` in ``params``, its ``repos=``,
+    ``named`` in its body) or a handler noted: sorted, each once."""
+    found = {r.strip() for r in named if r.strip()}
     if isinstance(params.get("repo"), str):
         found.add(params["repo"])
     for value in QueryParams(scope.get("query_string", b"")).getlist("repos"):
@@ -93,9 +130,12 @@ class AuditLog:
     ``routes``: the app's, to name the route of a request refused before it was
     routed."""
 
-    def __init__(self, app: ASGIApp, routes: Routes = tuple) -> None:
+    def __init__(
+        self, app: ASGIApp, routes: Routes = tuple, mcp_paths: frozenset[str] = MCP_PATHS
+    ) -> None:
         self.app = app
         self.routes = routes
+        self.mcp_paths = mcp_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -103,6 +143,14 @@ class AuditLog:
             return
         started = time.perf_counter()
         status: int | None = None  # None: no answer begun (the client left first)
+        mcp = scope["path"] in self.mcp_paths and scope["method"] == "POST"
+        body = bytearray()
+
+        async def receiving() -> Message:
+            message = await receive()
+            if mcp and message["type"] == "http.request" and len(body) < MAX_PEEK_BYTES:
+                body.extend(message.get("body", b"")[: MAX_PEEK_BYTES - len(body)])
+            return message
 
         async def sending(message: Message) -> None:
             nonlocal status
@@ -111,15 +159,17 @@ class AuditLog:
             await send(message)
 
         try:
-            await self.app(scope, receive, sending)
+            await self.app(scope, receiving, sending)
         except Exception:
             status = status or 500  # what the server's error handler answers
             raise
         finally:
             route, params = route_of(scope, self.routes)
-            repos = repositories_of(scope, params)
+            tools, named = tool_calls(bytes(body)) if mcp else ([], [])
+            repos = repositories_of(scope, params, named)
             log.info(
                 "request_handled",
+                **({"tools": tools} if mcp else {}),
                 token=caller_name(scope),
                 client=client_address(scope),
                 method=scope["method"],

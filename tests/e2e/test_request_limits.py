@@ -29,7 +29,7 @@ def test_up_limits_sizes_and_rates_and_audits_every_request(tmp_path: Path) -> N
         GAZETTEER_MAX_REQUEST_BYTES="4096",
         GAZETTEER_MAX_URL_BYTES="2048",
         GAZETTEER_RATE_LIMIT_PER_S="0.1",  # a request every 10 s once the burst is spent
-        GAZETTEER_RATE_LIMIT_BURST="4",
+        GAZETTEER_RATE_LIMIT_BURST="5",
     )
     try:
         url = up.url()
@@ -58,6 +58,13 @@ def test_up_limits_sizes_and_rates_and_audits_every_request(tmp_path: Path) -> N
                 http.get(f"/repositories/{repo}/search", params={"q": f"handler {SECRET}"})
                 for _ in range(3)
             ]
+            arguments = {"repo": repo, "q": f"handler {SECRET}"}
+            call = {"name": "search", "arguments": arguments}
+            tool = http.post(
+                "/mcp",
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call},
+                headers={"accept": "application/json, text/event-stream"},
+            )
             limited = http.get(f"/repositories/{repo}/search", params={"q": "handler"})
 
         assert (declared.status_code, declared.json()) == (
@@ -73,6 +80,7 @@ def test_up_limits_sizes_and_rates_and_audits_every_request(tmp_path: Path) -> N
             {"detail": "the URL is over 2048 bytes"},
         )
         assert [r.status_code for r in answered] == [200, 200, 200]
+        assert tool.status_code == 200 and "svc/api.py" in tool.text
         assert limited.status_code == 429
         assert limited.headers["retry-after"] == "10"  # 1 token at 0.1/s, minus a few ms
         assert limited.json()["retry_after_s"] == 10
@@ -87,6 +95,7 @@ def test_up_limits_sizes_and_rates_and_audits_every_request(tmp_path: Path) -> N
             ("POST", "/repositories/{repo}/impact", [repo], 413),
             ("GET", search, [repo], 414),
             *[("GET", search, [repo], 200)] * 3,
+            ("POST", "/mcp", [repo], 200),
             ("GET", search, [repo], 429),
         ]
         eventually(lambda: len(audited()) >= len(expected), 10, "the audit lines")
@@ -94,6 +103,7 @@ def test_up_limits_sizes_and_rates_and_audits_every_request(tmp_path: Path) -> N
         lines = up.log_events("request_handled")
         assert {(e["token"], e["client"]) for e in lines} == {("anonymous", "127.0.0.1")}
         assert all(isinstance(e["duration_ms"], float) for e in lines)
+        assert [e["tools"] for e in lines if e["route"] == "/mcp"] == [["search"]]
         assert SECRET not in up.log_text()
     finally:
         up.kill()

@@ -3,6 +3,7 @@ which repositories and how it went, and nothing of the headers or the query stri
 
 from __future__ import annotations
 
+import json
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -16,7 +17,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from structlog.testing import capture_logs
 
-from query.audit_log import AuditLog, note_repositories, repositories_of
+from query.audit_log import AuditLog, note_repositories, repositories_of, tool_calls
 from query.host_check import HostCheck, host_rule
 from tests.unit.test_request_limits import Authenticated
 
@@ -147,3 +148,47 @@ def test_repositories_are_each_named_once_and_sorted() -> None:
     }
     assert repositories_of(scope, {"repo": "b"}) == ["a", "b", "c"]
     assert repositories_of({"type": "http"}, {}) == []
+
+
+def call(tool: str, **arguments: object) -> dict[str, object]:
+    params = {"name": tool, "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+
+
+@pytest.mark.parametrize(
+    ("body", "tools", "repos"),
+    [
+        (json.dumps(call("search", repo="billing", q=SECRET)), ["search"], ["billing"]),
+        (
+            json.dumps([call("search_all", repos="a-*,b"), call("repositories")]),
+            ["search_all", "repositories"],
+            ["a-*", "b"],
+        ),
+        (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}), [], []),
+        (json.dumps([1, "x", {"method": "tools/call", "params": 3}]), [], []),
+        (json.dumps(call("search", repo=7)), ["search"], []),
+        (b'{"jsonrpc": "2.0", "method": "tools/ca', [], []),  # cut short
+        (b"\xff not json", [], []),
+    ],
+)
+def test_the_tool_calls_of_an_mcp_body(body: str | bytes, tools: list[str], repos: list[str]):
+    raw = body.encode() if isinstance(body, str) else body
+    assert tool_calls(raw) == (tools, repos)
+
+
+async def test_an_mcp_request_names_its_tools_and_repositories() -> None:
+    async def mcp(request: Request) -> Response:
+        await request.body()
+        return JSONResponse({"jsonrpc": "2.0", "id": 1, "result": {}})
+
+    app = Starlette(routes=[Route("/mcp", mcp, methods=["POST"])])
+    transport = httpx.ASGITransport(app=AuditLog(app), client=("10.1.2.3", 9))
+    with capture_logs() as logs:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
+            await http.post("/mcp", json=call("search", repo="billing", q=SECRET))
+            await http.post("/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    assert [(e["route"], e["tools"], e["repositories"]) for e in logs] == [
+        ("/mcp", ["search"], ["billing"]),
+        ("/mcp", [], []),
+    ]
+    assert SECRET not in repr(logs)
