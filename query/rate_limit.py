@@ -26,10 +26,9 @@ class RateLimit:
         rate: Rate,
         *,
         clock: Callable[[], float] = time.monotonic,
-        buckets: Buckets | None = None,
     ) -> None:
         self.app = app
-        self.buckets = buckets if buckets is not None else Buckets(rate)
+        self.buckets = Buckets(rate)
         self._clock = clock
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -84,11 +84,12 @@ class SizeLimit:
             return
         path = scope.get("raw_path") or scope["path"].encode()
         if len(path) + len(scope.get("query_string", b"")) > self.max_url_bytes:
-            await self.refuse(414, f"the URL is over {self.max_url_bytes} bytes", scope, send)
+            detail = f"the URL is over {self.max_url_bytes} bytes"
+            await self.refuse(414, detail, scope, receive, send)
             return
         declared = Headers(scope=scope).get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_body_bytes:
-            await self.refuse(413, self.too_large(), scope, send)
+            await self.refuse(413, self.too_large(), scope, receive, send)
             return
         received, over, answered = 0, False, False
 
@@ -107,7 +108,7 @@ class SizeLimit:
             if over:  # the app's own answer to a body cut short (FastAPI's is a 400)
                 if message["type"] == "http.response.start" and not answered:
                     answered = True
-                    await self.refuse(413, self.too_large(), scope, send)
+                    await self.refuse(413, self.too_large(), scope, receive, send)
                 return
             answered = answered or message["type"] == "http.response.start"
             await send(message)
@@ -118,17 +119,14 @@ class SizeLimit:
             if not over:
                 raise  # whatever the app raised once the body was cut is the cut's doing
         if over and not answered:
-            await self.refuse(413, self.too_large(), scope, send)
+            await self.refuse(413, self.too_large(), scope, receive, send)
 
     def too_large(self) -> str:
         return f"the request body is over {self.max_body_bytes} bytes"
 
     @staticmethod
-    async def refuse(status: int, detail: str, scope: Scope, send: Send) -> None:
-        async def nothing() -> Message:
-            return {"type": "http.disconnect"}
-
-        await JSONResponse({"detail": detail}, status_code=status)(scope, nothing, send)
+    async def refuse(status: int, detail: str, scope: Scope, receive: Receive, send: Send) -> None:
+        await JSONResponse({"detail": detail}, status_code=status)(scope, receive, send)
 
 
 class TimeLimit:
@@ -144,12 +142,16 @@ class TimeLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        begun = False
         try:
             async with asyncio.timeout(self.timeout_s) as deadline:
 
                 async def sending(message: Message) -> None:
+                    nonlocal begun
                     if message["type"] == "http.response.start":
-                        deadline.reschedule(None)  # begun: a stream runs as long as it runs
+                        begun = True
+                        if not deadline.expired():  # begun in time: a stream runs on
+                            deadline.reschedule(None)
                     await send(message)
 
                 await self.app(scope, receive, sending)
@@ -157,5 +159,7 @@ class TimeLimit:
             if not deadline.expired():
                 raise  # the app's own
             log.warning("request_timed_out", path=scope["path"], timeout_s=self.timeout_s)
+            if begun:  # an answer begun as the limit struck (an app that caught the cancel)
+                return
             detail = f"no answer within {self.timeout_s:g} s: the request was cancelled"
             await JSONResponse({"detail": detail}, status_code=503)(scope, receive, send)

@@ -74,6 +74,13 @@ def tiny_app(events: Events, *middleware: Middleware) -> Starlette:
 
         return StreamingResponse(ticks(), media_type="text/event-stream")
 
+    async def stubborn(request: Request) -> Response:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            events.cancelled += 1
+        return JSONResponse({"late": True})  # the cancel caught: an answer after all
+
     async def own_timeout(request: Request) -> Response:
         raise TimeoutError("the handler's own")
 
@@ -84,6 +91,7 @@ def tiny_app(events: Events, *middleware: Middleware) -> Starlette:
         Route("/echo", echo, methods=["POST"]),
         Route("/slow", slow),
         Route("/stream", stream),
+        Route("/stubborn", stubborn),
         Route("/own-timeout", own_timeout),
         Route("/who", who),
     ]
@@ -180,6 +188,14 @@ async def test_a_handlers_own_timeout_is_not_the_limits() -> None:
     async with client(app) as http:
         with pytest.raises(TimeoutError, match="the handler's own"):
             await http.get("/own-timeout")
+
+
+async def test_a_handler_that_answers_despite_the_cancel_is_let_through() -> None:
+    events = Events()
+    app = tiny_app(events, Middleware(TimeLimit, timeout_s=0.05))
+    async with client(app) as http:
+        answer = await http.get("/stubborn")
+    assert (answer.status_code, answer.json(), events.cancelled) == (200, {"late": True}, 1)
 
 
 def test_a_time_limit_is_positive() -> None:
