@@ -92,6 +92,7 @@ async def run_query(
         hosts=hosts,
         before_answer=materializer.probe_sources,
         authenticate=settings.auth,
+        limits=settings.request_limits,
     )
     api.state.stopping = stop  # open dashboard event streams end before uvicorn waits on them
     mcp = mount_mcp(api)

@@ -44,10 +44,9 @@ async def _route(settings: Settings, args: argparse.Namespace, shards: list[Shar
     stop_on_signals(stop, args.parent_pid)
     async with httpx.AsyncClient(timeout=TIMEOUT_S) as client:
         router = Router(shards, settings.partitions, client)
+        hosts = host_rule(settings.host, settings.allowed_host_names)
         app = create_router_app(
-            router,
-            hosts=host_rule(settings.host, settings.allowed_host_names),
-            authenticate=settings.auth,
+            router, hosts=hosts, limits=settings.request_limits, authenticate=settings.auth
         )
         sock = listen(settings.host, settings.port)
         port = sock.getsockname()[1]

@@ -6,7 +6,6 @@ what each part needs down as plain values.
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
 from typing import Literal
 
@@ -14,18 +13,18 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from producers.topics import Topics
+from query.host_check import is_loopback
+from query.request_limits import MAX_BODY_BYTES, MAX_URL_BYTES, TIMEOUT_S, RequestLimits
 from query.shard import Shard, parse_partitions, parse_shard
+from query.token_bucket import Rate
+
+DEFAULT_RATE_PER_S = 20.0
 
 
 def is_loopback_bind(host: str) -> bool:
     """``localhost`` or a loopback address (``127.0.0.0/8``, ``::1``)."""
     host = host.strip().lower().strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return host == "localhost" or is_loopback(host)
 
 
 class Settings(BaseSettings):
@@ -56,6 +55,24 @@ class Settings(BaseSettings):
     token: SecretStr | None = Field(
         None, description="the bearer token `gazetteer mcp` sends to the query service"
     )
+    max_request_bytes: int = Field(
+        MAX_BODY_BYTES, ge=1, description="a larger request body is refused (413)"
+    )
+    max_url_bytes: int = Field(
+        MAX_URL_BYTES, ge=1, description="a longer path and query string is refused (414)"
+    )
+    request_timeout_s: float = Field(
+        TIMEOUT_S, ge=0, description="a request not answered by then is cancelled (503); 0: none"
+    )
+    rate_limit_per_s: float | None = Field(
+        None,
+        ge=0,
+        description="requests a second per token (per client address when unauthenticated), "
+        f"beyond the burst (429); 0: none; unset: {DEFAULT_RATE_PER_S:g}, or none when bound "
+        "to loopback",
+    )
+    rate_limit_burst: int = Field(40, ge=1, description="requests at once per token")
+    audit_log: bool = Field(True, description="one request_handled log line per request")
     partitions: int = Field(8, ge=1, le=1024)
     max_file_bytes: int = Field(1_000_000, ge=1, description="larger files carry no content")
     batch_size: int = Field(200, ge=1)
@@ -164,6 +181,21 @@ class Settings(BaseSettings):
     @property
     def allowed_host_names(self) -> tuple[str, ...]:
         return tuple(n.strip() for n in self.allowed_hosts.split(",") if n.strip())
+
+    @property
+    def request_limits(self) -> RequestLimits:
+        """The query service's and the router's limits (query/request_limits.py)."""
+        per_s = self.rate_limit_per_s
+        if per_s is None:  # one developer on loopback, as `up` runs: no rate to keep
+            local = is_loopback_bind(self.host)
+            per_s = 0.0 if local else DEFAULT_RATE_PER_S
+        return RequestLimits(
+            max_body_bytes=self.max_request_bytes,
+            max_url_bytes=self.max_url_bytes,
+            timeout_s=self.request_timeout_s or None,
+            rate=Rate(per_s, self.rate_limit_burst) if per_s else None,
+            audit=self.audit_log,
+        )
 
     @property
     def topics(self) -> Topics:

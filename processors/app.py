@@ -18,7 +18,7 @@ import structlog
 from aiokafka.partitioner import DefaultPartitioner
 
 from processors.embedding_stream import EmbeddingStream, PrioritizingSink
-from processors.fence import Fence
+from processors.fence import Fence, refuse_commits
 from processors.indexer import RepoIndex
 from processors.neighborhood_stream import NeighborhoodStream, SnapshotSink
 from processors.neighborhoods.recluster import ReclusterSettings
@@ -98,7 +98,10 @@ class FaustDeltaSink:
         self.fence = Fence()
 
     def fence_writes(self, reason: str) -> asyncio.Task[None] | None:
-        """Send nothing more, pending batches included (`Fence.close`)."""
+        """Send nothing more, pending batches included (`Fence.close`), and commit no
+        offset again (`refuse_commits`)."""
+        if not self.fence.closed:
+            refuse_commits(self._app.consumer, reason)
         return self.fence.close(reason, self._app.producer)
 
     async def publish_deltas(self, deltas: Sequence[GraphDelta]) -> None:

@@ -10,9 +10,17 @@ and the repository stays ``updating`` with a delta gap).
 
 `Fence` closes that door at the moment the reset is seen, before the generation is
 told to stop: the producer's pending and in-flight batches are failed instead of
-delivered (`abort_pending`), and every publish from then on waits until the generation
-is cancelled (`Fence.hold`): nothing it handles is acknowledged, committed or
-dead-lettered, so the next generation handles it again on the recreated topics.
+delivered (`abort_pending`), every publish from then on waits until the generation
+is cancelled (`Fence.hold`), and its consumer commits no offset again
+(`refuse_commits`): nothing it handles is acknowledged, committed or dead-lettered, so
+the next generation handles it again on the recreated topics.
+
+The commits matter as much as the sends. Apache Kafka comes back on the same address
+with the same cluster id, so the stopping generation's consumer rejoins its group on the
+new broker and may be handed the partitions again before it stops. Handling the
+rescan's events there publishes nothing (the files are unchanged for its index), so
+faust acknowledges and commits them; the next generation then starts past them and
+never indexes the repository on the new topics.
 """
 
 from __future__ import annotations
@@ -54,6 +62,21 @@ class Fence:
         when its generation stops)."""
         if self.reason is not None:
             await self._never.wait()
+
+
+def refuse_commits(consumer: Any, reason: str) -> None:
+    """Make faust's ``consumer`` commit no offset from now on.
+
+    Every commit faust makes (the periodic one, on a rebalance, on stop) goes through
+    the consumer's ``_commit(offsets) -> bool`` (faust-streaming 0.15: `Consumer._commit_offsets`),
+    which is replaced by one that refuses: faust then records nothing as committed on
+    the broker, and the group's offsets stay those the next generation commits."""
+
+    async def refused(offsets: Any) -> bool:
+        log.info("worker_commit_fenced", partitions=len(offsets), reason=reason)
+        return False
+
+    consumer._commit = refused
 
 
 def abort_pending(producer: Any, reason: str) -> asyncio.Task[None] | None:

@@ -11,10 +11,12 @@ from collections.abc import Awaitable, Callable
 
 from fastapi import FastAPI, Query, Request, Response
 from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.types import ASGIApp
 
 from query.api_docs import create_docs_routes
+from query.audit_log import AuditLog
 from query.auth.middleware import Authentication
 from query.churn_api import create_churn_routes
 from query.compute_gate import ComputeGate
@@ -26,6 +28,7 @@ from query.metrics import METRICS_PATH, QueryTimer, exposition, service_registry
 from query.navigation_api import create_navigation_routes
 from query.neighborhood_api import create_neighborhood_routes
 from query.read_model import ReadModel
+from query.request_limits import RequestLimits, add_inner, add_outer
 from query.retrieval_api import create_retrieval_routes
 from query.schemas import (
     DeadLetterPage,
@@ -96,6 +99,7 @@ def create_api(
     *,
     hosts: HostRule | None = None,
     before_answer: Callable[[str], Awaitable[None]] | None = None,
+    limits: RequestLimits | None = None,
     authenticate: bool = False,
 ) -> FastAPI:
     """The endpoints are coroutines on purpose: they run on the event loop that feeds the
@@ -106,8 +110,10 @@ def create_api(
     passes `host_rule` of its bind address); None: any, for an app called in process
     (tests, the stdio MCP server's schema). ``before_answer(repo)``: awaited before an
     answer about a repository is computed (the materializer's `probe_sources`).
-    ``authenticate``: every route but the open ones asks a token of the model's token
-    book, and answers only about its repositories (query/auth/middleware.py)."""
+    ``limits``: request size, time and rate limits and the audit line
+    (query/request_limits.py); None: none. ``authenticate``: every route but the open
+    ones asks a token of the model's token book, and answers only about its
+    repositories (query/auth/middleware.py)."""
     api = FastAPI(
         title="Gazetteer",
         description="Where things are in an organization's code, and how far to trust it.",
@@ -121,10 +127,17 @@ def create_api(
     # Inside the timer, so that a query's time counts its wait for a slot.
     api.add_middleware(in_front(gate))
     api.add_middleware(QueryTimer)
-    if authenticate:
+    if limits is not None:
+        add_inner(api, limits)  # the rate and time limits: inside the authentication
+    if authenticate:  # between the two, so the rate limit knows the caller
         api.add_middleware(Authentication, book=model.tokens)
+    if limits is not None:
+        add_outer(api, limits)  # the size limit
     if hosts is not None:
-        api.add_middleware(HostCheck, rule=hosts)  # outermost: a refusal does no work
+        api.add_middleware(HostCheck, rule=hosts)  # a refusal does no work
+    if limits is not None and limits.audit:
+        # Outermost: every request's line, the refusals of the Host check included.
+        api.add_middleware(AuditLog, routes=lambda: iter_route_contexts(api.routes))
     registry = service_registry(model)
 
     async def refused(request: Request, exc: Exception) -> Response:

@@ -51,6 +51,8 @@ class RepoRetrieval:
         self.sources: set[str] = set()
         # path -> (its chunks' content hashes, the names it defines, its chunk ids)
         self._files: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
+        # while `apply` runs: the files whose chunks go to the sparse index at its end
+        self._to_index: dict[str, tuple[ChunkRecord, ...]] | None = None
 
     def paths(self) -> Set[str]:
         """The files this retrieval knows (indexed, or defining a name)."""
@@ -67,8 +69,16 @@ class RepoRetrieval:
         then the ones kept here."""
         for path in delta.files_removed:
             self.remove(path)
-        for record in delta.files_upserted:
-            self.upsert(record, lean.get(record.path) if lean is not None else None)
+        # The sparse index takes the upserted files in one batch (`SparseIndex.add_files`):
+        # a scan's barrier or a snapshot indexes thousands of files at once.
+        batch: dict[str, tuple[ChunkRecord, ...]] = {}
+        self._to_index = batch
+        try:
+            for record in delta.files_upserted:
+                self.upsert(record, lean.get(record.path) if lean is not None else None)
+        finally:
+            self._to_index = None
+            self.sparse.add_files(batch.items())
 
     def upsert(self, record: FileRecord, kept: FileRecord | None = None) -> None:
         """Index ``record`` (its chunks with their texts); ``kept``: the state's record of
@@ -88,7 +98,10 @@ class RepoRetrieval:
             return
         if self.dense is not None:
             self.dense.file_changed(self.repo, record.path, record.chunks, priority=0.0)
-        self.sparse.add_file(record.path, record.chunks)
+        if self._to_index is not None:
+            self._to_index[record.path] = record.chunks
+        else:
+            self.sparse.add_file(record.path, record.chunks)
         self.texts.put(record.path, [c.text for c in record.chunks])
         if is_source(record.path, record.language) and record.symbols:
             self.sources.add(record.path)
@@ -108,6 +121,8 @@ class RepoRetrieval:
             return
         if self.dense is not None:
             self.dense.file_removed(self.repo, path)
+        if self._to_index is not None:
+            self._to_index.pop(path, None)
         self.sparse.remove_file(path)
         self.texts.drop(path)
         self.sources.discard(path)

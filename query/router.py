@@ -34,12 +34,15 @@ import httpx
 import structlog
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from query.audit_log import AuditLog, note_repositories
 from query.host_check import HostCheck, HostRule
 from query.materializer import partition_of
 from query.org_search import Corpus
+from query.request_limits import RequestLimits, add_inner, add_outer
 from query.retrieval_schemas import CorpusOut, OrgSearchHit
 from query.service.repositories import RepositoryOrder, repository_key
 from query.service.retrieval import corpus_in, corpus_out, within_tokens
@@ -155,16 +158,26 @@ class Router:
 
 
 def create_router_app(
-    router: Router, *, hosts: HostRule | None = None, authenticate: bool = False
+    router: Router,
+    *,
+    hosts: HostRule | None = None,
+    limits: RequestLimits | None = None,
+    authenticate: bool = False,
 ) -> FastAPI:
-    """``authenticate``: a request without a token is refused here (401), one with a
-    token is passed on to the replicas with it, which check it (a refusal of theirs is
-    the answer); ``/health`` stays open."""
+    """``hosts`` and ``limits`` as in `query.api.create_api`. ``authenticate``: a request
+    without a token is refused here (401), one with a token is passed on to the replicas
+    with it, which check it (a refusal of theirs is the answer); ``/health`` stays open."""
     app = FastAPI(title="Gazetteer router", docs_url=None, redoc_url=None, openapi_url=None)
+    if limits is not None:
+        add_inner(app, limits)
     if authenticate:
         app.add_middleware(TokenRequired)
+    if limits is not None:
+        add_outer(app, limits)
     if hosts is not None:
         app.add_middleware(HostCheck, rule=hosts)
+    if limits is not None and limits.audit:
+        app.add_middleware(AuditLog, routes=lambda: iter_route_contexts(app.routes))
 
     @app.exception_handler(Refused)
     async def refused(request: Request, exc: Exception) -> Response:
@@ -258,6 +271,7 @@ def create_router_app(
             key=lambda h: (-round(h["score"], 6), h["repo"], h["path"]),
         )[:limit]
         items = within_tokens([OrgSearchHit.model_validate(h) for h in hits], max_tokens)
+        note_repositories(request.scope, (i.repo for i in items))  # for the audit line
         first = pages[0][1] if pages else {}
         return JSONResponse(
             {

@@ -14,7 +14,8 @@ none. The token book (query/auth/book.py) says whose it is; the route's scope
   token's repositories.
 
 An open route (``/health``, the API's description, the dashboard's assets) runs as
-the token's principal when one is given, else as `NOBODY`, who reads no repository.
+the token's principal when one is given, else as `NOBODY`, who reads no repository,
+and with no principal in the state (the rate limit counts such a caller by address).
 
 The cookie holds the token itself (HttpOnly: no script reads it; SameSite=Strict: no
 other site's page sends it; Secure behind TLS), so any replica authenticates it, as it
@@ -70,7 +71,11 @@ class Authentication:
                     scope, receive, send
                 )
                 return
-            await self._run(principal or NOBODY, scope, receive, send)
+            if principal is None:  # in no state: the rate limit counts it by its address
+                with reading_as(NOBODY):
+                    await self.app(scope, receive, send)
+                return
+            await self._run(principal, scope, receive, send)
         elif principal is None:
             invalid = ', error="invalid_token"' if given else ""
             detail = "invalid or revoked token" if given else "authentication required"

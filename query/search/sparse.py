@@ -88,23 +88,36 @@ class SparseIndex:
 
     def add_file(self, path: str, chunks: Iterable[ChunkRecord]) -> None:
         """Index a file's chunks, replacing whatever the file had."""
-        chunks = tuple(chunks)
-        if any(chunk.path != path for chunk in chunks):
-            raise ValueError(f"chunks of another file given for {path}")
-        self.remove_file(path)
-        if not chunks:
-            return
-        if self._free_files:
-            number = self._free_files.pop()
-            self._paths[number] = path
-        else:
-            number = len(self._paths)
-            self._paths.append(path)
-        self._file_of[path] = number
-        path_tokens = self._tokenize(path) * (self._path_weight - 1)
-        for chunk in chunks:
-            self._bm25.add(chunk.id, [*path_tokens, *self._tokenize(embed_text(chunk))], number)
-        self._chunks_of[path] = tuple(chunk.id for chunk in chunks)
+        self.add_files([(path, chunks)])
+
+    def add_files(self, files: Iterable[tuple[str, Iterable[ChunkRecord]]]) -> None:
+        """`add_file` each ``(path, chunks)`` in turn, the BM25's adds in one batch
+        (`BM25.add_many`: a snapshot's or a scan's files go to its base at once)."""
+        self._bm25.add_many(self._documents(files))
+
+    def _documents(
+        self, files: Iterable[tuple[str, Iterable[ChunkRecord]]]
+    ) -> Iterator[tuple[str, list[str], int]]:
+        """Each file's chunks as BM25 documents, its earlier chunks removed first (a
+        chunk removed while its batch is pending is a tombstone, as after an add)."""
+        for path, given in files:
+            chunks = tuple(given)
+            if any(chunk.path != path for chunk in chunks):
+                raise ValueError(f"chunks of another file given for {path}")
+            self.remove_file(path)
+            if not chunks:
+                continue
+            if self._free_files:
+                number = self._free_files.pop()
+                self._paths[number] = path
+            else:
+                number = len(self._paths)
+                self._paths.append(path)
+            self._file_of[path] = number
+            self._chunks_of[path] = tuple(chunk.id for chunk in chunks)
+            path_tokens = self._tokenize(path) * (self._path_weight - 1)
+            for chunk in chunks:
+                yield chunk.id, [*path_tokens, *self._tokenize(embed_text(chunk))], number
 
     def remove_file(self, path: str) -> bool:
         """Forget a file's chunks; False when it had none indexed."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from itertools import chain
 
 __all__ = ["MIN_TOKEN_CHARS", "STOPWORDS", "tokenize", "word_tokens"]
 
@@ -46,10 +47,8 @@ def tokenize(text: str) -> list[str]:
     """The code-aware tokens of ``text``, in order: per word, the whole identifier and
     then its parts (each once per occurrence; stopwords, pure numbers and tokens under
     `MIN_TOKEN_CHARS` dropped)."""
-    out: list[str] = []
-    for word in _WORD.findall(text):
-        out.extend(_split(word))
-    return out
+    # map and chain run the loop in C: a chunk is ~66 words, sympy's fold 2.5 M
+    return list(chain.from_iterable(map(_split, _WORD.findall(text))))
 
 
 def word_tokens(text: str) -> list[str]:

@@ -21,6 +21,7 @@ from query.api import create_api
 from query.host_check import host_rule
 from query.mcp_http import mount_mcp
 from query.read_model import ReadModel
+from query.request_limits import RequestLimits
 from stores.projections.graph_state import FileGraphState
 from tests.factories import Stamp
 from tests.unit.test_retrieval_api import FILES
@@ -50,11 +51,18 @@ def feed(model: ReadModel, repo: str, files: dict[str, str], *, clustered: bool)
 
 
 @contextmanager
-def query_service(model: ReadModel, *, authenticate: bool = False) -> Iterator[str]:
-    """Serve the API with MCP at /mcp in a background thread; yields its URL.
-    ``authenticate``: tokens asked, of the model's token book (issue 19)."""
+def query_service(
+    model: ReadModel, limits: RequestLimits | None = None, *, authenticate: bool = False
+) -> Iterator[str]:
+    """Serve the API with MCP at /mcp in a background thread, with ``limits`` when
+    given (`run_query` passes the settings'); yields its URL. ``authenticate``: tokens
+    asked, of the model's token book (issue 19)."""
     api = create_api(
-        model, ready=lambda: True, hosts=host_rule("127.0.0.1"), authenticate=authenticate
+        model,
+        ready=lambda: True,
+        hosts=host_rule("127.0.0.1"),
+        limits=limits,
+        authenticate=authenticate,
     )
     endpoint = mount_mcp(api)
     sock = listen("127.0.0.1", 0)

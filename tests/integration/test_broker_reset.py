@@ -128,18 +128,8 @@ def all_fresh(taken: list[tuple[str, dict[str, Any] | None, Any]]) -> bool:
 
 
 async def test_a_broker_restarted_empty_is_recovered_to_the_same_fresh_answers(
-    restartable: RestartableBroker, tmp_path: Path, request: pytest.FixtureRequest
+    restartable: RestartableBroker, tmp_path: Path
 ) -> None:
-    if restartable.kind == "kafka":
-        # A known defect, half fixed (2026-12-02, sixth session). The stopping worker
-        # generation's sends no longer reach the recreated topics (processors/fence.py;
-        # 5 of 6 runs passed after it, all of the day's earlier runs under load failed).
-        # Left: in the failing run the new generation joined all partitions and indexed
-        # none of the full scan's 7 events (no fetch stall was detected), most likely an
-        # offset the old generation's consumer committed on the new broker, past them.
-        request.applymarker(
-            pytest.mark.xfail(reason="the new worker may start past the rescan's events")
-        )
     repo = GitRepo.create(tmp_path / "app", FILES)
     stack: Stack = await open_stack(stack_settings(restartable.bootstrap, tmp_path / "data"))
     try:

@@ -1,23 +1,30 @@
-"""A fenced worker generation delivers none of the batches its producer still holds.
+"""A fenced worker generation delivers none of the batches its producer still holds,
+and commits no offset.
 
 `processors.fence.abort_pending` reaches into aiokafka (it has no public abort), so it
 is checked against a real broker of each kind: batches held back by the producer's
 linger (as a retried batch is held while the topics are missing) are failed, not
 delivered, and a send after the fence fails at once; a second producer, not fenced,
-delivers on the same topic meanwhile.
+delivers on the same topic meanwhile. `refuse_commits` replaces a faust consumer's
+commit, so a real faust app shows that the events it handles after the fence are never
+committed on the broker, while those before it were.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from types import SimpleNamespace
 
+import faust
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from deploy.topics_admin import ensure_topics
-from processors.fence import Fence, WriterFenced
+from processors.fence import Fence, WriterFenced, refuse_commits
 from producers.topics import TopicSpec
+from tests.integration.stack import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -62,3 +69,67 @@ async def test_a_fenced_producer_delivers_none_of_its_pending_batches(broker, un
     finally:
         await other.stop()
         await fenced.stop()
+
+
+async def committed_offset(bootstrap: str, group: str, topic: str) -> int | None:
+    """The group's committed offset of the topic's partition 0, read by a consumer of
+    the group that joins nothing (Tansu's answer to the admin client's OffsetFetch does
+    not decode)."""
+    reader = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    await reader.start()
+    try:
+        return await reader.committed(TopicPartition(topic, 0))
+    finally:
+        await reader.stop()
+
+
+async def test_a_fenced_consumer_commits_nothing_it_handles_after_the_fence(
+    broker, unique_name, tmp_path: Path
+) -> None:
+    topic, group = unique_name("commits"), unique_name("group")
+    await ensure_topics(broker.bootstrap, [TopicSpec(topic, 1)])
+    app = faust.App(
+        group,
+        broker=f"kafka://{broker.bootstrap}",
+        datadir=str(tmp_path),
+        store="memory://",
+        value_serializer="raw",
+        web_enabled=False,
+        topic_disable_leader=True,
+        consumer_auto_offset_reset="earliest",
+        broker_commit_interval=3600.0,  # only the commits this test asks for
+    )
+    seen: list[bytes] = []
+
+    def handled_count(n: int) -> Callable[[], Awaitable[bool]]:
+        async def check() -> bool:
+            return len(seen) >= n
+
+        return check
+
+    @app.agent(app.topic(topic, value_serializer="raw"), name="handled")
+    async def handled(stream):  # type: ignore[no-untyped-def]
+        async for value in stream:
+            seen.append(value)
+
+    producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap)
+    await producer.start()
+    await app.start()
+    try:
+        for i in range(3):
+            await producer.send_and_wait(topic, b"before-%d" % i, partition=0)
+        await eventually(handled_count(3), 60, "the first events handled")
+        await eventually(app.consumer.commit, 30, "the first commit")
+        assert await committed_offset(broker.bootstrap, group, topic) == 3
+
+        refuse_commits(app.consumer, "the broker came back empty")
+        for i in range(2):
+            await producer.send_and_wait(topic, b"after-%d" % i, partition=0)
+        await eventually(handled_count(5), 60, "the later events handled")
+        await asyncio.sleep(0.5)  # the stream acknowledges the last one when it moves on
+        assert await app.consumer.commit() is False
+        await app.stop()  # faust commits what it acknowledged on stop, too
+        assert await committed_offset(broker.bootstrap, group, topic) == 3
+    finally:
+        await producer.stop()
+        await app.stop()

@@ -9,12 +9,15 @@ from __future__ import annotations
 import pytest
 from fastapi import Request
 from fastapi.testclient import TestClient
+from structlog.testing import capture_logs
 
 from query.api import create_api
 from query.auth.principal import Principal
 from query.read_model import ReadModel
+from query.request_limits import RequestLimits
 from query.service import NotFound, QueryService
 from query.service.access import reading_as
+from query.token_bucket import Rate
 from stores.tokens import TokenRecord, hash_secret, token_id
 from tests.factories import source_status
 from tests.unit.test_query_service import FILES, indexed
@@ -222,3 +225,26 @@ def test_the_service_answers_as_the_reader_it_is_given() -> None:
             service.repository("payments-api")
     with reading_as(Principal("t", frozenset({"read"}), ("payments-web",))):  # by display name
         assert service.repository("payments-web").repo == "payments-web"
+
+
+def test_with_the_limits_the_audit_line_and_the_rate_limit_know_the_token() -> None:
+    limits = RequestLimits(timeout_s=None, rate=Rate(per_s=0.01, burst=2), audit=True)
+    api = create_api(model_of(REPOS), ready=lambda: True, authenticate=True, limits=limits)
+    client = TestClient(api)
+    with capture_logs() as logs:
+        statuses = [client.get("/repositories", headers=bearer("payments")).status_code]
+        statuses += [client.get("/repositories", headers=bearer("payments")).status_code]
+        statuses += [client.get("/repositories", headers=bearer("payments")).status_code]
+        statuses += [client.get("/repositories", headers=bearer("shared")).status_code]
+        statuses += [client.get("/repositories").status_code]
+        statuses += [client.get("/health").status_code]
+    assert statuses == [200, 200, 429, 200, 401, 200]  # the bucket is the token's
+    lines = [(e["token"], e["status"]) for e in logs if e["event"] == "request_handled"]
+    assert lines == [
+        ("payments", 200),
+        ("payments", 200),
+        ("payments", 429),
+        ("shared", 200),
+        ("anonymous", 401),
+        ("anonymous", 200),  # an open route without a token: counted by its address
+    ]

@@ -13,6 +13,7 @@ import math
 import random
 from array import array
 
+import numpy as np
 import pytest
 
 from query.search.sparse import BM25, SparseIndex
@@ -195,3 +196,54 @@ def test_a_removed_document_is_a_tombstone_until_the_compaction() -> None:
     index.compact()  # a new term gets its id when it leaves the live segment: y's
     assert index._names.count(None) == 0 and index._live == {}
     assert index.scores(["w", "x"]).keys() == {"b", "c", "d"}
+
+
+@pytest.mark.parametrize(("fraction", "least"), [(0.25, 40), (0.25, 8192), (0.0, 0)])
+@pytest.mark.parametrize("seed", [5, 21])
+def test_files_added_in_batches_score_as_added_one_by_one(
+    seed: int, fraction: float, least: int
+) -> None:
+    """`SparseIndex.add_files` (a batch to the base in one pass, or file by file when
+    small) between single adds and removes: after every step the same answers as a
+    fresh build of the dict index; a path twice in a batch counts its last chunks."""
+    rng = random.Random(seed)
+    index = SparseIndex(compact_fraction=fraction, compact_min=least)
+    files: dict[str, list[ChunkRecord]] = {}
+    paths = [*PATHS, *(f"e/f{i}.py" for i in range(30))]
+    batches = 0
+    for _ in range(120):
+        roll = rng.random()
+        if roll < 0.2:
+            path = rng.choice(paths)
+            assert index.remove_file(path) == (path in files)
+            files.pop(path, None)
+        else:
+            batch = [(p, random_file(rng, p)) for p in rng.choices(paths, k=rng.randrange(0, 25))]
+            compactions = index.bm25.compactions
+            index.add_files(batch)
+            batches += index.bm25.compactions > compactions
+            pending = index.bm25._live_postings + index.bm25._dead_postings
+            assert pending <= max(least, fraction * len(index.bm25._slots))
+            for path, chunks in batch:
+                files.pop(path, None)
+                if chunks:
+                    files[path] = chunks
+        assert_same(index, fresh_oracle(files), rng)
+    assert files and batches  # some batch went to the base at once
+
+
+def test_a_batch_on_an_empty_index_takes_the_slots_of_one_by_one_adds() -> None:
+    one_by_one, batched = BM25(compact_min=4), BM25(compact_min=4)
+    docs = [("a", ["x", "y", "x"], 0), ("b", ["y", "z"], 1), ("c", ["w"], 1)]
+    for doc_id, tokens, group in docs:
+        one_by_one.add(doc_id, tokens, group)
+    batched.add_many(docs)
+    assert batched.compactions == 1 and not batched._live  # past 4 postings: the base
+    assert batched._slot_of == one_by_one._slot_of == {"a": 0, "b": 1, "c": 2}
+    assert batched.groups(np.arange(3, dtype=np.int32)).tolist() == [0, 1, 1]
+    for query in (["x"], ["y", "z"], ["w", "x", "q"]):
+        got, want = batched.scores(query), one_by_one.scores(query)
+        assert {k: v.hex() for k, v in got.items()} == {k: v.hex() for k, v in want.items()}
+    small = BM25(compact_min=100)
+    small.add_many(docs)  # under the threshold: the live segment, as adds
+    assert small.compactions == 0 and small._live["x"] == array("i", [0, 2])
