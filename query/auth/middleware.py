@@ -71,10 +71,6 @@ class Authentication:
                     scope, receive, send
                 )
                 return
-            if principal is None:  # in no state: the rate limit counts it by its address
-                with reading_as(NOBODY):
-                    await self.app(scope, receive, send)
-                return
             await self._run(principal, scope, receive, send)
         elif principal is None:
             invalid = ', error="invalid_token"' if given else ""
@@ -88,9 +84,15 @@ class Authentication:
         else:
             await self._run(principal, scope, receive, send)
 
-    async def _run(self, principal: Principal, scope: Scope, receive: Receive, send: Send) -> None:
-        scope.setdefault("state", {})["principal"] = principal
-        with reading_as(principal):
+    async def _run(
+        self, principal: Principal | None, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        """The request as ``principal``, which the middlewares inside find in the state;
+        None (an open route, no token): as `NOBODY`, in no state, so that the rate limit
+        counts such a caller by its address, not every one of them as one."""
+        if principal is not None:
+            scope.setdefault("state", {})["principal"] = principal
+        with reading_as(principal or NOBODY):
             await self.app(scope, receive, send)
 
     async def _login(self, scope: Scope, receive: Receive, send: Send) -> None:
