@@ -6,6 +6,8 @@ answer is compared with what the token may see.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from fastapi import Request
 from fastapi.testclient import TestClient
@@ -13,11 +15,13 @@ from structlog.testing import capture_logs
 
 from query.api import create_api
 from query.auth.principal import Principal
+from query.dashboard.live import model_events
 from query.read_model import ReadModel
 from query.request_limits import RequestLimits
 from query.service import NotFound, QueryService
 from query.service.access import reading_as
 from query.token_bucket import Rate
+from stores.dead_letters import DeadLetter
 from stores.tokens import TokenRecord, hash_secret, token_id
 from tests.factories import source_status
 from tests.unit.test_query_service import FILES, indexed
@@ -248,3 +252,38 @@ def test_with_the_limits_the_audit_line_and_the_rate_limit_know_the_token() -> N
         ("anonymous", 401),
         ("anonymous", 200),  # an open route without a token: counted by its address
     ]
+
+
+async def test_the_dashboard_events_hold_only_the_readers_repositories() -> None:
+    model = model_of(REPOS)
+    service = QueryService(model)
+    with reading_as(Principal("t", frozenset({"read"}), ("shared-*",))):
+        stream = model_events(model, poll_s=0.01, lifetime_s=0.05, readable=service.readable)
+        chunks = [c async for c in stream]
+    head, data = chunks[1].strip().split("\n")
+    shown = json.loads(data.removeprefix("data: "))
+    assert (head, list(shown["repos"])) == ("event: model", ["shared-lib"])
+    assert shown["deltas_applied"] == model.repos["shared-lib"].state.seq
+
+
+def test_dead_letters_of_a_token_not_reading_all_are_its_repositories_only() -> None:
+    model = model_of(REPOS)
+    for repo, offset in (("payments-api", 1), ("shared-lib", 2), ("payments-web", 3)):
+        letter = DeadLetter(
+            failure="malformed",
+            reason=f"bad event of {repo}",
+            topic="t",
+            partition=0,
+            offset=offset,
+            key=repo.encode(),
+            value=b"{}",
+            failed_at=1000.0 + offset,
+        )
+        model.apply_dead_letter(letter, repo)
+    model.apply_dead_letter(letter.model_copy(update={"key": None, "offset": 4}), None)
+    service = QueryService(model)
+    assert service.dead_letters().total == 4  # everyone (authentication off)
+    with reading_as(Principal("pay-admin", frozenset({"admin"}), ("payments-*",))):
+        page = service.dead_letters()
+        assert (page.total, [d.key for d in page.items]) == (2, ["payments-web", "payments-api"])
+        assert service.health().dead_letters == 0
