@@ -192,6 +192,14 @@ async def run_up(
         sock.close()
 
 
+def token_note(bootstrap: str) -> str:
+    """What `up` with authentication on says after its address: how to make a token."""
+    return (
+        "Authentication is on: make a token with `gazetteer --broker "
+        f"kafka://{bootstrap} token create --name NAME --scope read` (docs/SECURITY.md)."
+    )
+
+
 def port_note(host: str, preferred: int, bound: int) -> str | None:
     """What `up` says when the port asked for was taken and another was bound."""
     if not preferred or bound == preferred:
@@ -218,6 +226,8 @@ async def _run_up(
                 if not announced:
                     announced = True
                     print(announcement(url), flush=True)
+                    if settings.auth:
+                        print(token_note(bootstrap), flush=True)
                 return
             sys.stdout.write(line)
             sys.stdout.flush()

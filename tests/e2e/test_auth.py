@@ -267,6 +267,8 @@ def test_tokens_made_listed_and_revoked_by_the_cli_hold_on_a_live_stack(tmp_path
         url = up.url()
         assert httpx.get(url + "/repositories", timeout=10).status_code == 401
         broker = "kafka://" + up.log_events("broker_connected")[0]["bootstrap"]
+        hint = f"Authentication is on: make a token with `gazetteer --broker {broker} token"
+        up.wait_for_line(re.compile(re.escape(hint)))
         made = run_cli(
             "--broker",
             broker,
