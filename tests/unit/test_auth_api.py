@@ -132,7 +132,10 @@ def test_a_token_without_the_route_s_scope_is_forbidden(
 def test_health_stays_open_and_counts_nothing_for_a_stranger(client: TestClient) -> None:
     open_ = client.get("/health").json()
     assert (open_["repositories"], open_["dead_letters"]) == (0, 0)
-    assert client.get("/health", headers=bearer("payments")).json()["repositories"] == 2
+    mine = client.get("/health", headers=bearer("payments")).json()
+    every = client.get("/health", headers=bearer("ops")).json()
+    assert (mine["repositories"], mine["deltas_applied"] * 3) == (2, every["deltas_applied"] * 2)
+    assert (open_["deltas_applied"], every["deltas_applied"]) == (0, 3 * 6)
     assert client.get("/health", headers=bearer("ops")).json()["repositories"] == 3
 
 
