@@ -13,8 +13,8 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from producers.topics import Topics
-from query.host_check import is_loopback
-from query.request_limits import MAX_BODY_BYTES, MAX_URL_BYTES, TIMEOUT_S, RequestLimits
+from query.addresses import is_loopback
+from query.limits import MAX_BODY_BYTES, MAX_URL_BYTES, TIMEOUT_S, RequestLimits
 from query.shard import Shard, parse_partitions, parse_shard
 from query.token_bucket import Rate
 

@@ -227,6 +227,7 @@ def create_app(
                 held_offset_of=lambda state: held_offset_of(state),
                 offset_of=sink.offsets.of,
                 partition_of=where,
+                resolved_of=lambda repo: resolved_of(repo),
             )
             followers.append(keeper)
         followers.append(HeapSettler())
@@ -248,6 +249,10 @@ def create_app(
     def state_of(repo: str) -> RepoState | None:
         index = indexing.index(where(repo), repo)
         return index.state if index is not None else None
+
+    def resolved_of(repo: str) -> bool:
+        index = indexing.index(where(repo), repo)
+        return index is not None and index.graph.state_resolved
 
     file_events = app.topic(
         config.topics.file_events,

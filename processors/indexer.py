@@ -109,7 +109,7 @@ class RepoIndex:
         index = cls(snapshot.repo, parse)
         whole = base_delta(snapshot)
         index.graph.count_externals(index.state, whole)
-        index.graph.absorb(whole)
+        index.graph.absorb(whole, resolved=snapshot.resolved)
         index.state = restore_state(snapshot)
         return index
 

@@ -80,6 +80,9 @@ class StateKeeper:
     """Where a repository's delta begins on the partition (`stores.delta_seek.DeltaOffsets`):
     the snapshot's header says so, and a reader seeks there."""
     partition_of: Callable[[str], int] = lambda repo: 0
+    resolved_of: Callable[[str], bool] = lambda repo: False
+    """Whether the repository's state has every file resolved (`RepoIndex.resolved`): a
+    worker restored from the snapshot then resolves nothing before its first change."""
     _tracked: dict[str, _Tracked] = field(default_factory=dict)
     _turns: WriteTurns = field(default_factory=lambda: WriteTurns("state_snapshot"))
     written: int = 0
@@ -159,7 +162,9 @@ class StateKeeper:
         # Captured here, on the loop, where nothing changes the state meanwhile (records
         # are frozen, so the capture holds them as they are); encoded (2.5 s for django)
         # and written (fsynced) in a thread, so that the worker keeps consuming.
-        snapshot = capture(state, self.neighborhoods_of(repo), time.time())
+        snapshot = capture(
+            state, self.neighborhoods_of(repo), time.time(), resolved=self.resolved_of(repo)
+        )
         captured = time.perf_counter() - started
         seq = state.seq
         offset = self.offset_of(repo, seq)

@@ -23,13 +23,14 @@ that checks it).
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from query.addresses import is_address, is_loopback
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 WILDCARD_BINDS = frozenset({"", "0.0.0.0", "::"})
@@ -96,18 +97,6 @@ def host_of(authority: str) -> str | None:
     if sep and not port.isdigit():
         return None
     return host.rstrip(".") or None
-
-
-def is_loopback(host: str) -> bool:
-    return is_address(host) and ipaddress.ip_address(host).is_loopback
-
-
-def is_address(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
 
 
 class HostCheck:

@@ -20,7 +20,6 @@ authentication, `RateLimit` (which needs the caller), `TimeLimit`.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 
 import structlog
 from starlette.applications import Starlette
@@ -28,27 +27,19 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from query.limits import MAX_BODY_BYTES, MAX_URL_BYTES, TIMEOUT_S, RequestLimits
 from query.rate_limit import RateLimit
-from query.token_bucket import Rate
 
 log = structlog.get_logger(__name__)
 
-MAX_BODY_BYTES = 1 << 20
-MAX_URL_BYTES = 16 << 10
-"""16 KiB: a 2,000-character question (``q``'s bound) fits even percent-encoded."""
-TIMEOUT_S = 30.0
-
-
-@dataclass(frozen=True, slots=True)
-class RequestLimits:
-    """A service's limits; ``timeout_s`` None: no time limit; ``rate`` None: no rate
-    limit; ``audit``: one log line per request."""
-
-    max_body_bytes: int = MAX_BODY_BYTES
-    max_url_bytes: int = MAX_URL_BYTES
-    timeout_s: float | None = TIMEOUT_S
-    rate: Rate | None = None
-    audit: bool = True
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_URL_BYTES",
+    "TIMEOUT_S",
+    "RequestLimits",
+    "SizeLimit",
+    "TimeLimit",
+]
 
 
 def add_inner(app: Starlette, limits: RequestLimits) -> None:

@@ -73,10 +73,20 @@ class StateSnapshot(Record):
     lease: LeaseRecord | None = None
     fenced: tuple[FencedMark, ...] = ()
     neighborhoods: NeighborhoodSnapshot | None = None
+    resolved: bool = Field(
+        default=False,
+        description="no file a scan sent waits for its barrier: every file's references "
+        "are resolved into the edges (a worker restored from it resolves nothing before "
+        "its first change; false: unknown)",
+    )
 
 
 def capture(
-    state: RepoState, neighborhoods: NeighborhoodSnapshot | None = None, taken_at: float = 0.0
+    state: RepoState,
+    neighborhoods: NeighborhoodSnapshot | None = None,
+    taken_at: float = 0.0,
+    *,
+    resolved: bool = False,
 ) -> StateSnapshot:
     """The snapshot of ``state`` (at least one delta applied), records in key order.
 
@@ -105,6 +115,7 @@ def capture(
         lease=state.lease,
         fenced=tuple(FencedMark(lease=f.lease, last_seq=f.last_seq) for f in state.fenced),
         neighborhoods=neighborhoods,
+        resolved=resolved,
     )
 
 

@@ -47,6 +47,7 @@ class IncrementalGraph:
         self._askers: dict[Key, set[str]] = {}  # key -> the files that asked it
         self._external_refs: dict[str, int] = {}  # external node -> edges into it
         self._asks_current = True
+        self._restored_resolved = False  # see `absorb`
         self._pending: dict[str, set[Key]] = {}
         self._answers: dict[str, FileAnswers] = {}  # file -> its last resolution's answers
         self._pending_answers: dict[str, FileAnswers | None] = {}
@@ -56,6 +57,19 @@ class IncrementalGraph:
         self._deferred_folders: set[str] = set()  # folders their arrival changed
         self._bindings = KeptBindings()  # other files' bindings: see reexports.py
         self._pending_binds: BindingsCache = {}
+
+    @property
+    def answers_current(self) -> bool:
+        """Whether every file's answers are held: False after a restore (`absorb`) until
+        the first change, which resolves every file once."""
+        return self._asks_current
+
+    @property
+    def state_resolved(self) -> bool:
+        """Whether the state this graph keeps has every file resolved into its edges: no
+        scan's file waits for its barrier (and, after a restore, the state restored was
+        resolved or a change has resolved it since)."""
+        return not self._deferred and (self._asks_current or self._restored_resolved)
 
     # -- computing a change -----------------------------------------------------------
 
@@ -111,7 +125,13 @@ class IncrementalGraph:
         folders |= self._deferred_folders
         affected = {p for key in dirty for p in self._askers.get(key, ())} | self._deferred
         self._deferred, self._deferred_keys, self._deferred_folders = set(), set(), set()
-        if not self._asks_current:  # after a restore: resolve everything once
+        if not self._asks_current and (
+            not self._restored_resolved or affected or changed or folders or dirty
+        ):
+            # After a restore: resolve everything once, at the first change. When the
+            # restored state was resolved (`absorb`), a change of nothing (the barrier of
+            # a restart's scan that found no file changed) leaves it to the next: the
+            # state is already what it would resolve to, and resolving sympy takes ~10 s.
             affected |= set(self.facts.files)
             folders |= set(self.folders.under)
             self._asks_current = True
@@ -279,8 +299,10 @@ class IncrementalGraph:
                 self._answers[path] = answers
         self._pending, self._pending_answers, self._pending_more = {}, {}, {}
 
-    def absorb(self, delta: GraphDelta) -> None:
-        """Follow a delta published earlier (a restore): files and folders, not answers."""
+    def absorb(self, delta: GraphDelta, *, resolved: bool = False) -> None:
+        """Follow a delta published earlier (a restore): files and folders, not answers.
+        ``resolved``: the state it brings has every file resolved (`state_resolved` when it
+        was captured), so a first change of nothing resolves nothing."""
         for path in delta.files_removed:
             if path in self.facts.files:
                 self.facts.replace(path, None)
@@ -290,6 +312,7 @@ class IncrementalGraph:
                 self.folders.add(record.path)
             self.facts.replace(record.path, record)
         self._asks_current = False  # the next change resolves every file once
+        self._restored_resolved = resolved
         self._answers = {}
         self._bindings = KeptBindings()  # kept from facts the delta moved past
 

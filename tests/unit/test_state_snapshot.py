@@ -270,3 +270,45 @@ def test_a_snapshot_is_judged_against_the_log_that_would_continue_it() -> None:
     # time of application differs, as the wall clock does between two workers).
     _, other = fold(history(7, edits=6), clock=0.5)
     assert against_log(snapshot, other) == "the log's delta 5 is not the one the snapshot covers"
+
+
+def test_a_restored_worker_whose_rescan_changes_nothing_resolves_nothing_until_an_edit() -> None:
+    """An unchanged restart: the scan's barrier changes nothing, so the restored graph is
+    not resolved then (sympy: ~10 s); the first edit resolves it, and every delta and
+    the state are the uninterrupted worker's."""
+    files = {"a.py": "import b\ndef f0", "b.py": "import pkg.e", "pkg/e.py": "def f1", "c.py": ""}
+    s, again = Stamp(), Stamp(producer="p2", epoch=2)
+    first_session = [s.claim(), *(s.changed(p, t, origin="scan") for p, t in files.items())]
+    first_session += [s.scan_completed("c1"), s.changed("c.py", "import a\ndef f0")]
+    files["c.py"] = "import a\ndef f0"
+    restart = [again.claim(), *(again.changed(p, t, origin="scan") for p, t in files.items())]
+    restart.append(again.scan_completed("c1", full=True))
+    edits = [again.changed("a.py", "import c\ndef g1"), again.changed("pkg/e.py", "def f0")]
+    whole, deltas = fold(first_session + restart + edits)
+    first, early = fold(first_session)
+    assert first.graph.state_resolved  # its last change (an edit) resolved every file
+    snapshot = capture(first.state, resolved=first.graph.state_resolved)
+    restored = RepoIndex.from_snapshot(decode(encode(snapshot)), parse=tiny_parse)
+    at = len(first_session)
+    later = [restored.handle(e, now=float(at + n)) for n, e in enumerate(restart)]  # type: ignore[arg-type]
+    assert not restored.graph.answers_current and restored.graph.state_resolved
+    at += len(restart)
+    later += [restored.handle(e, now=float(at + n)) for n, e in enumerate(edits)]  # type: ignore[arg-type]
+    assert restored.graph.answers_current  # the first edit resolved every file
+    produced = [d for d in later if d is not None]
+    assert any(d.edges_upserted or d.edges_removed for d in produced[-2:])
+    assert [d.model_copy(update={"applied_at": 0.0}) for d in produced] == [
+        d.model_copy(update={"applied_at": 0.0}) for d in deltas[len(early) :]
+    ]
+    assert canonical(restored.state) == canonical(whole.state)
+
+
+def test_a_snapshot_taken_in_the_middle_of_a_scan_is_not_resolved() -> None:
+    s = Stamp()
+    index, _ = fold([s.claim(), s.changed("a.py", "import b", origin="scan")])
+    assert not index.graph.state_resolved  # a.py waits for the barrier
+    restored = RepoIndex.from_snapshot(
+        decode(encode(capture(index.state, resolved=index.graph.state_resolved))),
+        parse=tiny_parse,
+    )
+    assert not restored.graph.state_resolved
