@@ -36,8 +36,9 @@ class Recorder:
 
 
 async def test_a_fenced_sink_sends_nothing_more() -> None:
-    producer = Recorder()
-    sink = FaustDeltaSink(SimpleNamespace(producer=producer), Topics())  # type: ignore[arg-type]
+    producer, consumer = Recorder(), SimpleNamespace()
+    app = SimpleNamespace(producer=producer, consumer=consumer)
+    sink = FaustDeltaSink(app, Topics())  # type: ignore[arg-type]
     await sink.publish_state("r", b"state")
     assert len(producer.sent) == 1
     assert sink.fence_writes("broker reset") is None  # a producer without aiokafka inside
@@ -45,3 +46,4 @@ async def test_a_fenced_sink_sends_nothing_more() -> None:
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(publish, 0.05)
     assert len(producer.sent) == 1
+    assert await consumer._commit({"partition": 7}) is False  # the consumer commits nothing

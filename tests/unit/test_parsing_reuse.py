@@ -15,11 +15,9 @@ from processors.parsing.tree import parser
 from tests.unit.test_records import SOURCES
 
 ROOT = Path(__file__).resolve().parents[2]
-REAL = sorted(
-    str(p.relative_to(ROOT))
-    for folder in ("processors", "query", "stores")
-    for p in (ROOT / folder).rglob("*.py")
-)
+# The parsers' own modules: the sample below does not move each time a file is added
+# elsewhere in the project (it did: new modules under query/ shifted every seed's picks).
+REAL = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "processors" / "parsing").glob("*.py"))
 
 
 def nodes(tree: Tree) -> list[tuple[str, int, int, bool, bool]]:
@@ -76,7 +74,7 @@ def test_edits_of_real_files_reparse_to_the_fresh_tree_and_facts(seed: int) -> N
                 path, content, trees=TreeCache(max_trees=0)
             )
     # Of 48: an edit that breaks the syntax stops the reuse. The files are the project's
-    # own, so the count moves as they change (10 to 33 across the six seeds when written).
+    # own, so the count moves as they change (16 to 31 across the six seeds when written).
     assert reused >= 8
 
 
