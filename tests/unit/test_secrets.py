@@ -37,41 +37,42 @@ JWT = (
 KEY_BODY = "MIIEowIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgwMbRvI0MBZhpF\n" * 3
 
 
-@pytest.mark.parametrize(
-    ("rule", "text", "redacted"),
-    [
-        ("aws-access-token", f"key = {AWS}\n", "key = [REDACTED:aws-access-token]\n"),
-        ("github-pat", f"GH={GITHUB} x", "GH=[REDACTED:github-pat] x"),
-        ("github-fine-grained-pat", f"t {GITHUB_FINE}.", "t [REDACTED:github-fine-grained-pat]."),
-        ("gitlab-pat", f"'{GITLAB}'", "'[REDACTED:gitlab-pat]'"),
-        ("slack-token", f"({SLACK})", "([REDACTED:slack-token])"),
-        ("slack-webhook-url", f"https://{SLACK_HOOK}", "https://[REDACTED:slack-webhook-url]"),
-        ("stripe-access-token", f'"{STRIPE}"', '"[REDACTED:stripe-access-token]"'),
-        ("gcp-api-key", f"k={GCP};", "k=[REDACTED:gcp-api-key];"),
-        ("openai-api-key", f"{OPENAI}\n", "[REDACTED:openai-api-key]\n"),
-        ("anthropic-api-key", f"{ANTHROPIC} ", "[REDACTED:anthropic-api-key] "),
-        ("npm-access-token", f"//r/:_auth={NPM}", "//r/:_auth=[REDACTED:npm-access-token]"),
-        ("pypi-upload-token", f"u {PYPI}", "u [REDACTED:pypi-upload-token]"),
-        ("sendgrid-api-token", f"{SENDGRID}", "[REDACTED:sendgrid-api-token]"),
-        ("twilio-api-key", f"sid {TWILIO}", "sid [REDACTED:twilio-api-key]"),
-        ("jwt", f"Cookie: s={JWT}", "Cookie: s=[REDACTED:jwt]"),
-        (
-            "url-credentials",
-            "DSN = 'postgres://app:Hx9v2Lq7Zt@db.internal:5432/app'",
-            "DSN = 'postgres://app:[REDACTED:url-credentials]@db.internal:5432/app'",
-        ),
-        (
-            "authorization-bearer",
-            "-H 'Authorization: Bearer 8f3Kd92LmQz7Xw1Vb5Nc'",
-            "-H 'Authorization: Bearer [REDACTED:authorization-bearer]'",
-        ),
-        (
-            "secret-assignment",
-            'DB_PASSWORD = "s3cR3t-P4ss!w0rd"\n',
-            'DB_PASSWORD = "[REDACTED:secret-assignment]"\n',
-        ),
-    ],
-)
+CASES: list[tuple[str, str, str]] = [
+    ("aws-access-token", f"key = {AWS}\n", "key = [REDACTED:aws-access-token]\n"),
+    ("github-pat", f"GH={GITHUB} x", "GH=[REDACTED:github-pat] x"),
+    ("github-fine-grained-pat", f"t {GITHUB_FINE}.", "t [REDACTED:github-fine-grained-pat]."),
+    ("gitlab-pat", f"'{GITLAB}'", "'[REDACTED:gitlab-pat]'"),
+    ("slack-token", f"({SLACK})", "([REDACTED:slack-token])"),
+    ("slack-webhook-url", f"https://{SLACK_HOOK}", "https://[REDACTED:slack-webhook-url]"),
+    ("stripe-access-token", f'"{STRIPE}"', '"[REDACTED:stripe-access-token]"'),
+    ("gcp-api-key", f"k={GCP};", "k=[REDACTED:gcp-api-key];"),
+    ("openai-api-key", f"{OPENAI}\n", "[REDACTED:openai-api-key]\n"),
+    ("anthropic-api-key", f"{ANTHROPIC} ", "[REDACTED:anthropic-api-key] "),
+    ("npm-access-token", f"//r/:_auth={NPM}", "//r/:_auth=[REDACTED:npm-access-token]"),
+    ("pypi-upload-token", f"u {PYPI}", "u [REDACTED:pypi-upload-token]"),
+    ("sendgrid-api-token", f"{SENDGRID}", "[REDACTED:sendgrid-api-token]"),
+    ("twilio-api-key", f"sid {TWILIO}", "sid [REDACTED:twilio-api-key]"),
+    ("jwt", f"Cookie: s={JWT}", "Cookie: s=[REDACTED:jwt]"),
+    (
+        "url-credentials",
+        "DSN = 'postgres://app:Hx9v2Lq7Zt@db.internal:5432/app'",
+        "DSN = 'postgres://app:[REDACTED:url-credentials]@db.internal:5432/app'",
+    ),
+    (
+        "authorization-bearer",
+        "-H 'Authorization: Bearer 8f3Kd92LmQz7Xw1Vb5Nc'",
+        "-H 'Authorization: Bearer [REDACTED:authorization-bearer]'",
+    ),
+    (
+        "secret-assignment",
+        'DB_PASSWORD = "s3cR3t-P4ss!w0rd"\n',
+        'DB_PASSWORD = "[REDACTED:secret-assignment]"\n',
+    ),
+]
+"""A text holding a secret of each rule, and exactly what it is redacted to."""
+
+
+@pytest.mark.parametrize(("rule", "text", "redacted"), CASES)
 def test_each_rule_redacts_exactly_the_secret(rule: str, text: str, redacted: str):
     assert redact(text.encode()).content == redacted.encode()
     assert redact(text.encode()).counts == ((rule, 1),)
