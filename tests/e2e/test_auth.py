@@ -161,6 +161,75 @@ def test_every_route_refuses_strangers_and_hides_the_other_tenant(
     assert tried > 150
 
 
+NAME_GUESSES = (
+    "payments-api",
+    "PAYMENTS-API",
+    "payments-api/",
+    "payments-*",
+    "*",
+    "payments-api%00",
+    "shared-lib/../payments-api",
+    "%2e%2e",
+    "payments",
+    "payments-api.git",
+)
+PATH_GUESSES = (
+    "../../etc/passwd",
+    "%2e%2e/%2e%2e/etc/passwd",
+    "/etc/passwd",
+    "app/../../../../etc/passwd",
+    "app/sessions.py/../../../etc/hostname",
+    "app/%00sessions.py",
+)
+
+
+def test_guessed_names_paths_and_rebound_hosts_reveal_nothing(
+    services: tuple[str, str],
+) -> None:
+    """The other tenant guessing a repository's name (cases, globs, traversal, encodings)
+    gets what it gets where the repository does not exist; a tenant guessing paths out
+    of its own repository reads nothing of the server; a page that rebinds a name to
+    the service (its own name in ``Host``, or its ``Origin``) is refused on every route,
+    the operator's token in hand."""
+    whole, without = services
+    tried = refused = leaked = 0
+    for guess in NAME_GUESSES:
+        for suffix in ("", "/files", "/search?q=send", "/neighborhoods", "/churn"):
+            path = f"/repositories/{guess}{suffix}"
+            hidden = httpx.get(whole + path, headers=bearer("shared"), timeout=30)
+            missing = httpx.get(without + path, headers=bearer("shared"), timeout=30)
+            tried += 1
+            assert (hidden.status_code, hidden.content) == (missing.status_code, missing.content)
+            refused += hidden.status_code >= 400
+            leaked += b"sessions.py" in hidden.content
+    for guess in PATH_GUESSES:
+        for route in ("files", "context?path="):
+            sep = "/" if route == "files" else ""
+            path = f"/repositories/{PAYMENTS[0]}/{route}{sep}{guess}"
+            answer = httpx.get(whole + path, headers=bearer("payments"), timeout=30)
+            tried += 1
+            assert answer.status_code in (400, 404, 422), (path, answer.text)
+            refused += 1
+            leaked += b"root:" in answer.content or str(ROOT).encode() in answer.content
+    for method, path, params in routes():
+        for header in ({"Host": "attacker.example"}, {"Origin": "http://attacker.example"}):
+            secret = SECRETS["ops"]
+            answer = httpx.request(
+                method,
+                whole + path,
+                params=params if method == "GET" else None,
+                json={"symbols": ["Session.send"], **params} if method == "POST" else None,
+                headers={**header, "Authorization": f"Bearer {secret}"},
+                timeout=30,
+            )
+            tried += 1
+            assert answer.status_code == (421 if "Host" in header else 403), (path, header)
+            refused += 1
+            leaked += PAYMENTS[0].encode() in answer.content or SHARED.encode() in answer.content
+    print(f"\nguessing and rebinding: requests tried {tried}, refused {refused}, leaked {leaked}")
+    assert leaked == 0
+
+
 def _headers(answer: httpx.Response) -> dict[str, str]:
     return {k: v for k, v in answer.headers.items() if k not in ("date", "server")}
 
