@@ -300,6 +300,38 @@ async def test_mcp_over_http_asks_a_token_and_filters_as_http(services: tuple[st
         assert {h["repo"] for h in everywhere.structured_content["items"]} == {SHARED}
 
 
+async def test_every_mcp_tool_answers_the_other_tenant_as_for_a_missing_repository(
+    services: tuple[str, str],
+) -> None:
+    """Each tool that names a repository, called by the other tenant on payments-api,
+    answers what the same call answers where payments-api does not exist."""
+    whole, without = services
+    tried = 0
+    async with (
+        mcp_over_http(whole, SECRETS["shared"]) as hidden_side,
+        mcp_over_http(without, SECRETS["shared"]) as missing_side,
+    ):
+        tools = (await hidden_side.list_tools()).tools
+        for tool in tools:
+            schema = tool.input_schema
+            if "repo" not in schema.get("properties", {}):
+                continue
+            arguments: dict[str, Any] = {
+                name: FILLED.get(name, "x") for name in schema.get("required", [])
+            }
+            arguments["repo"] = PAYMENTS[0]
+            if tool.name == "impact":
+                arguments.setdefault("symbols", ["Session.send"])
+            hidden = await hidden_side.call_tool(tool.name, arguments)
+            missing = await missing_side.call_tool(tool.name, arguments)
+            tried += 1
+            assert hidden.is_error, (tool.name, text_of(hidden))
+            assert text_of(hidden) == text_of(missing), tool.name
+            assert "sessions.py" not in text_of(hidden)
+    print(f"\nMCP tools tried by the other tenant: {tried}, leaked 0")
+    assert tried >= 10
+
+
 async def test_mcp_over_stdio_sends_the_token_of_its_environment(
     services: tuple[str, str],
 ) -> None:
