@@ -414,6 +414,96 @@ def test_tokens_made_listed_and_revoked_by_the_cli_hold_on_a_live_stack(tmp_path
         up.kill()
 
 
+def _token(broker: str, name: str, repos: str, *scopes: str) -> str:
+    args = ["--broker", broker, "token", "create", "--name", name, "--repos", repos]
+    for scope in scopes:
+        args += ["--scope", scope]
+    made = run_cli(*args)
+    assert made.returncode == 0, made.stderr
+    return made.stdout.strip()
+
+
+NOWHERE = "payments-zz"
+"""A repository name no deployment holds."""
+
+
+def test_the_attack_matrix_holds_on_a_live_stack(tmp_path: Path) -> None:
+    """A real ``up --auth`` (embedded broker, worker, watcher, query service) over three
+    repositories, its tokens made and revoked by the CLI: every route with no, a wrong, a
+    revoked and the other tenant's token; the other tenant's answers about a payments
+    repository are those about a repository that does not exist (its name aside)."""
+    names = (*PAYMENTS, SHARED)
+    repos = [GitRepo.create(tmp_path / name, FILES) for name in names]
+    up = Gazetteer(
+        ["up", *(str(r.root) for r in repos), "--port", "0", "--auth"],
+        tmp_path / "data",
+        GAZETTEER_LOG_FORMAT="json",
+    )
+    try:
+        url = up.url()
+        broker = "kafka://" + up.log_events("broker_connected")[0]["bootstrap"]
+        tokens = {
+            "payments": _token(broker, "payments", "payments-*", "read"),
+            "shared": _token(broker, "shared", "shared-*", "read"),
+            "ops": _token(broker, "ops", "*", "read", "admin", "metrics"),
+            "gone": _token(broker, "gone", "*", "read", "admin", "metrics"),
+        }
+        assert run_cli("--broker", broker, "token", "revoke", "gone").returncode == 0
+
+        def listed(who: str) -> list[dict[str, Any]]:
+            head = {"Authorization": f"Bearer {tokens[who]}"}
+            answer = httpx.get(url + "/repositories", headers=head, timeout=10)
+            if answer.status_code != 200:
+                return []
+            items: list[dict[str, Any]] = answer.json()["items"]
+            return items if all(i["freshness"]["status"] == "fresh" for i in items) else []
+
+        eventually(lambda: len(listed("ops")) == 3, 90, "three repositories fresh")
+        ids = {r["name"]: r["repo"] for r in listed("ops")}
+        payments_id, shared_id = ids[PAYMENTS[0]], ids[SHARED]
+        assert [r["name"] for r in listed("shared")] == [SHARED]
+        eventually(
+            lambda: (
+                httpx.get(
+                    url + "/health", headers={"Authorization": f"Bearer {tokens['gone']}"}
+                ).json()["repositories"]
+                == 0
+            ),
+            10,
+            "the revocation folded",
+        )
+        tried = refused = leaked = 0
+        for method, path, params in routes():
+            if path in OPEN:
+                continue
+            live = path.replace(PAYMENTS[0], payments_id)
+            for secret in (None, "gzt_wrong", tokens["gone"]):
+                answer = ask(url, method, live, params, secret)
+                tried += 1
+                assert answer.status_code == 401, (method, live, answer.text)
+                refused += 1
+                leaked += payments_id.encode() in answer.content
+            own = ask(url, method, live, params, tokens["payments"])
+            tried += 1
+            assert own.status_code not in (401, 500), (method, live, own.text)
+            refused += own.status_code == 403
+            leaked += shared_id.encode() in own.content
+            if payments_id not in live:
+                continue
+            hidden = ask(url, method, live, params, tokens["shared"])
+            nowhere = ask(url, method, live.replace(payments_id, NOWHERE), params, tokens["shared"])
+            tried += 1
+            refused += hidden.status_code in (403, 404)
+            assert hidden.status_code == nowhere.status_code, (method, live, hidden.text)
+            assert hidden.content.replace(payments_id.encode(), NOWHERE.encode()) == nowhere.content
+            leaked += b"sessions.py" in hidden.content
+        print(f"\nlive attack matrix: requests tried {tried}, refused {refused}, leaked {leaked}")
+        assert leaked == 0 and tried > 150
+        assert up.interrupt() == 0
+    finally:
+        up.kill()
+
+
 def test_the_query_verbs_send_their_token(services: tuple[str, str]) -> None:
     whole, _ = services
     found = run_cli(
