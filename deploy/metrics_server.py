@@ -3,23 +3,109 @@
 The query service answers ``/metrics`` itself. A worker or the producers started on their
 own (``gazetteer worker``, ``gazetteer watch``) serve the process's metrics on
 ``GAZETTEER_METRICS_PORT`` at ``GAZETTEER_HOST`` when the port is not 0.
+
+With authentication on (``GAZETTEER_AUTH=on``), that endpoint asks what the query
+service's ``/metrics`` asks (issue 19): a bearer token with the ``metrics`` scope, else
+401 (no token, a wrong or a revoked one) or 403 (a token without the scope), with the
+same challenges (query/auth/middleware.py). The process follows the tokens topic for it
+(stores/token_follower.py): a revocation holds within a poll of the topic. A WSGI
+wrapper around prometheus_client's app on wsgiref, as ``start_http_server`` serves it:
+no web framework in the worker (tests/unit/test_cli_imports.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+import json
+import socket
+import threading
+from collections.abc import AsyncIterator, Iterable, Mapping
+from socketserver import ThreadingMixIn
 from typing import Any, Protocol
-from wsgiref.simple_server import WSGIServer
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 import structlog
-from prometheus_client import start_http_server
+from prometheus_client import make_wsgi_app, start_http_server
 
 from deploy.settings import Settings
 from stores.metrics import CONSUMER_LAG
+from stores.token_follower import follow_tokens
+from stores.tokens import Scope, TokenBook
 
 log = structlog.get_logger(__name__)
+
+REALM = 'Bearer realm="gazetteer"'
+"""The challenge of a refused request, the query service's (query/auth/middleware.py)."""
+
+
+def guarded(app: WSGIApplication, book: TokenBook, need: Scope = "metrics") -> WSGIApplication:
+    """``app``, answered only to the bearer of a live token of ``book`` with ``need``."""
+
+    def guard(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        given = bearer(environ.get("HTTP_AUTHORIZATION"))
+        record = book.record_for(given)
+        if record is None:
+            invalid = ', error="invalid_token"' if given else ""
+            detail = "invalid or revoked token" if given else "authentication required"
+            return _refused(start_response, "401 Unauthorized", detail, REALM + invalid)
+        if need not in record.scopes:
+            challenge = f'{REALM}, error="insufficient_scope", scope="{need}"'
+            detail = f"this token lacks the {need!r} scope"
+            return _refused(start_response, "403 Forbidden", detail, challenge)
+        return app(environ, start_response)
+
+    return guard
+
+
+def bearer(authorization: str | None) -> str | None:
+    """The token of an ``Authorization`` header; '' for another scheme; None: no header."""
+    if authorization is None:
+        return None
+    scheme, _, token = authorization.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+def _refused(
+    start_response: StartResponse, status: str, detail: str, challenge: str
+) -> list[bytes]:
+    body = json.dumps({"detail": detail}).encode()
+    start_response(
+        status,
+        [
+            ("Content-Type", "application/json"),
+            ("Content-Length", str(len(body))),
+            ("WWW-Authenticate", challenge),
+        ],
+    )
+    return [body]
+
+
+class _ThreadingServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True  # as prometheus_client's: a scrape never holds the process
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """No access log on stderr (prometheus_client's handler logs none either)."""
+
+
+def serve_wsgi(app: WSGIApplication, host: str, port: int) -> WSGIServer:
+    """``app`` served at host:port from a thread of its own, a thread per request, as
+    prometheus_client's ``start_http_server`` serves its own app."""
+    family, _, _, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+
+    class Server(_ThreadingServer):
+        address_family = family  # an IPv6 host needs its family (as prometheus_client)
+
+    server: WSGIServer = make_server(
+        str(address[0]), port, app, Server, handler_class=_QuietHandler
+    )
+    threading.Thread(target=server.serve_forever, name="metrics-server", daemon=True).start()
+    return server
 
 
 class _MetricsServer:
@@ -28,13 +114,18 @@ class _MetricsServer:
 
     def __init__(self) -> None:
         self._server: WSGIServer | None = None
+        self._following: tuple[asyncio.Event, asyncio.Task[None]] | None = None
         self._users = 0
 
     @contextlib.asynccontextmanager
-    async def used(self, host: str, port: int) -> AsyncIterator[None]:
+    async def used(self, settings: Settings, bootstrap: str | None) -> AsyncIterator[None]:
+        host, port = settings.host, settings.metrics_port
         if self._server is None:
-            self._server, _ = start_http_server(port, addr=host)
-            log.info("metrics_listening", url=f"http://{host}:{port}/metrics")
+            if settings.auth:
+                self._server = self._start_guarded(settings, bootstrap)
+            else:
+                self._server, _ = start_http_server(port, addr=host)
+            log.info("metrics_listening", url=f"http://{host}:{port}/metrics", auth=settings.auth)
         self._users += 1
         try:
             yield
@@ -45,18 +136,38 @@ class _MetricsServer:
                 self._server = None
                 await asyncio.to_thread(server.shutdown)
                 server.server_close()
+                await self._stop_following()
+
+    def _start_guarded(self, settings: Settings, bootstrap: str | None) -> WSGIServer:
+        if bootstrap is None:
+            raise ValueError("metrics asking a token need the broker to follow the tokens")
+        book, stop = TokenBook(), asyncio.Event()
+        follower = asyncio.create_task(
+            follow_tokens(bootstrap, settings.topics.tokens, book, stop), name="token-follower"
+        )
+        self._following = (stop, follower)
+        return serve_wsgi(guarded(make_wsgi_app(), book), settings.host, settings.metrics_port)
+
+    async def _stop_following(self) -> None:
+        if self._following is None:
+            return
+        stop, follower = self._following
+        self._following = None
+        stop.set()
+        await follower
 
 
 _METRICS_SERVER = _MetricsServer()
 
 
 @contextlib.asynccontextmanager
-async def metrics_served(settings: Settings) -> AsyncIterator[None]:
-    """Serve the process's metrics on ``GAZETTEER_METRICS_PORT`` (none when it is 0)."""
+async def metrics_served(settings: Settings, bootstrap: str | None = None) -> AsyncIterator[None]:
+    """Serve the process's metrics on ``GAZETTEER_METRICS_PORT`` (none when it is 0);
+    with ``settings.auth``, to ``metrics`` tokens of the tokens topic at ``bootstrap``."""
     if not settings.metrics_port:
         yield
         return
-    async with _METRICS_SERVER.used(settings.host, settings.metrics_port):
+    async with _METRICS_SERVER.used(settings, bootstrap):
         yield
 
 

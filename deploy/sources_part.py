@@ -140,7 +140,7 @@ async def run_sources(
             bootstrap=cluster.bootstrap,
         )
 
-    async with metrics_served(settings):
+    async with metrics_served(settings, cluster.bootstrap):
         await recover_in_place(
             "sources",
             cluster.watch,

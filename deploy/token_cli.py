@@ -12,21 +12,20 @@ change is in effect everywhere within a poll of it (seconds).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import time
 from collections.abc import Sequence
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from pydantic import ValidationError
 
 from deploy.parts import run_part
 from deploy.runtime import Cluster, connect
 from deploy.settings import Settings
-from query.auth.book import TokenBook
+from stores.token_follower import fold, topic_partitions
 from stores.tokens import (
+    TokenBook,
     TokenRecord,
-    decode_token,
     encode_token,
     hash_secret,
     new_secret,
@@ -46,7 +45,7 @@ async def read_book(settings: Settings, cluster: Cluster) -> TokenBook:
     book = TokenBook()
     try:
         topic = settings.topics.tokens
-        partitions = [TopicPartition(topic, p) for p in sorted(await _partitions(consumer, topic))]
+        partitions = await topic_partitions(consumer, topic)
         consumer.assign(partitions)
         await consumer.seek_to_beginning(*partitions)
         ends = await cluster.end_offsets(consumer, partitions)
@@ -59,23 +58,10 @@ async def read_book(settings: Settings, cluster: Cluster) -> TokenBook:
             batches = await consumer.getmany(timeout_ms=500)
             for messages in batches.values():
                 for message in messages:
-                    if message.value is not None:
-                        book.apply(decode_token(message.value))
+                    fold(book, message.value)
     finally:
         await consumer.stop()
     return book
-
-
-async def _partitions(consumer: AIOKafkaConsumer, topic: str) -> set[int]:
-    for _ in range(50):
-        found = consumer.partitions_for_topic(topic)
-        if found:
-            return set(found)
-        client = consumer._client  # aiokafka offers no public way to ask (as the materializer)
-        client.set_topics([topic])
-        await client.force_metadata_update()
-        await asyncio.sleep(0.1)
-    raise RuntimeError(f"no topic {topic} on the broker")
 
 
 async def publish(settings: Settings, cluster: Cluster, record: TokenRecord) -> None:

@@ -81,7 +81,7 @@ async def run_worker(
                 aborting.add(task)
                 task.add_done_callback(aborting.discard)
 
-    async with metrics_served(settings):
+    async with metrics_served(settings, cluster.bootstrap):
         await recover_in_place(
             "worker",
             cluster.watch,

@@ -10,12 +10,17 @@ Why a plain SHA-256 and not a slow password hash (scrypt, argon2): a slow hash p
 a *guessable* secret against a stolen hash list by making each guess cost; a 256-bit
 random secret cannot be guessed however cheap a guess is, and the check runs on every
 request, where a slow hash would cost milliseconds per call. The hash is compared in
-constant time (`hmac.compare_digest`, query/auth/book.py).
+constant time (`hmac.compare_digest`, `TokenBook`).
+
+The book is here, below both its readers: the query replicas (query/auth/book.py, which
+answers a `Principal`) and the processes with no HTTP of their own, whose ``/metrics``
+asks a ``metrics`` token too (deploy/metrics_server.py).
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import secrets
 import uuid
 from typing import Literal
@@ -81,6 +86,49 @@ def parse_globs(text: str) -> tuple[str, ...]:
     if not globs:
         raise ValueError("name at least one repository glob ('*': every repository)")
     return globs
+
+
+class TokenBook:
+    """Every token record folded: the latest of each id (a revocation is a record with
+    ``revoked``), so the book is what a compacted topic's tail leaves.
+
+    Safe to read from another thread than the one folding (the metrics endpoint
+    answers in its server's threads): `apply` replaces the mapping, never changes it
+    in place, so a reader iterates one consistent version of it."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, TokenRecord] = {}
+
+    def apply(self, record: TokenRecord) -> None:
+        """Fold one record: it replaces the one of its id (the topic keeps a key's
+        records in order, so the last one read is the last one written)."""
+        self._records = {**self._records, record.id: record}
+
+    def clear(self) -> None:
+        self._records = {}
+
+    @property
+    def records(self) -> list[TokenRecord]:
+        """Every token's latest record, by name."""
+        return sorted(self._records.values(), key=lambda r: (r.name, r.id))
+
+    def live(self) -> int:
+        """How many tokens are not revoked."""
+        return sum(not r.revoked for r in self._records.values())
+
+    def record_for(self, bearer: str | None) -> TokenRecord | None:
+        """The record of the live token whose secret is ``bearer``; None otherwise.
+
+        Every live record's hash is compared, in constant time, whatever matched before:
+        the time taken says nothing about which hash, or how much of one, matched."""
+        if not bearer:
+            return None
+        digest = hash_secret(bearer).encode()
+        found: TokenRecord | None = None
+        for record in self._records.values():
+            if hmac.compare_digest(digest, record.hash.encode()) and not record.revoked:
+                found = record
+        return found
 
 
 _TOKEN = TypeAdapter(TokenRecord)
