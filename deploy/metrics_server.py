@@ -108,6 +108,9 @@ def serve_wsgi(app: WSGIApplication, host: str, port: int) -> WSGIServer:
     return server
 
 
+STOP_FOLLOWING_S = 5.0
+
+
 class _MetricsServer:
     """One Prometheus endpoint per process for the parts that serve no HTTP of their own
     (the worker, the producers), however many of them ask for it (``up`` runs both)."""
@@ -141,12 +144,13 @@ class _MetricsServer:
     def _start_guarded(self, settings: Settings, bootstrap: str | None) -> WSGIServer:
         if bootstrap is None:
             raise ValueError("metrics asking a token need the broker to follow the tokens")
-        book, stop = TokenBook(), asyncio.Event()
+        book, stop = TokenBook(), asyncio.Event()  # empty until followed: refuses all
+        server = serve_wsgi(guarded(make_wsgi_app(), book), settings.host, settings.metrics_port)
         follower = asyncio.create_task(
             follow_tokens(bootstrap, settings.topics.tokens, book, stop), name="token-follower"
         )
         self._following = (stop, follower)
-        return serve_wsgi(guarded(make_wsgi_app(), book), settings.host, settings.metrics_port)
+        return server
 
     async def _stop_following(self) -> None:
         if self._following is None:
@@ -154,7 +158,8 @@ class _MetricsServer:
         stop, follower = self._following
         self._following = None
         stop.set()
-        await follower
+        with contextlib.suppress(TimeoutError):  # a broker that does not answer: cancelled
+            await asyncio.wait_for(follower, STOP_FOLLOWING_S)
 
 
 _METRICS_SERVER = _MetricsServer()
