@@ -18,10 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from aiokafka import AIOKafkaProducer
-
 from deploy.parts import run_part
-from deploy.runtime import connect
+from deploy.runtime import connect, send_record
 from deploy.settings import Settings
 from query.search.ranking import RankWeights
 from stores.ranking import EVERY_REPOSITORY, RankingProfile, encode_profile
@@ -50,14 +48,9 @@ def read_profile(path: Path, scope: str, now: float) -> RankingProfile:
 
 async def publish(settings: Settings, bootstrap: str, profile: RankingProfile) -> None:
     cluster = await connect(settings, bootstrap)
-    producer = AIOKafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
-    await producer.start()
-    try:
-        await producer.send_and_wait(
-            settings.topics.ranking, encode_profile(profile), key=profile.scope.encode()
-        )
-    finally:
-        await producer.stop()
+    await send_record(
+        cluster.bootstrap, settings.topics.ranking, profile.scope.encode(), encode_profile(profile)
+    )
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

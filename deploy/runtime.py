@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from deploy import tansu_quirks
 from deploy.broker_watch import BrokerWatch
@@ -113,3 +113,14 @@ def run_dir(settings: Settings, role: str) -> Path:
     path = settings.data_dir / "runs" / f"{role}-{os.getpid()}"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+async def send_record(bootstrap: str, topic: str, key: bytes, value: bytes) -> None:
+    """One keyed record, acknowledged by every in-sync replica: what the commands that
+    write a compacted topic (a ranking profile, a token) send."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    await producer.start()
+    try:
+        await producer.send_and_wait(topic, value, key=key)
+    finally:
+        await producer.stop()

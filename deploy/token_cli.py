@@ -16,11 +16,11 @@ import sys
 import time
 from collections.abc import Sequence
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer
 from pydantic import ValidationError
 
 from deploy.parts import run_part
-from deploy.runtime import Cluster, connect
+from deploy.runtime import Cluster, connect, send_record
 from deploy.settings import Settings
 from stores.token_follower import fold, topic_partitions
 from stores.tokens import (
@@ -65,14 +65,9 @@ async def read_book(settings: Settings, cluster: Cluster) -> TokenBook:
 
 
 async def publish(settings: Settings, cluster: Cluster, record: TokenRecord) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
-    await producer.start()
-    try:
-        await producer.send_and_wait(
-            settings.topics.tokens, encode_token(record), key=record.id.encode()
-        )
-    finally:
-        await producer.stop()
+    await send_record(
+        cluster.bootstrap, settings.topics.tokens, record.id.encode(), encode_token(record)
+    )
 
 
 def describe(record: TokenRecord, now: float) -> str:
