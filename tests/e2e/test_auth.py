@@ -354,20 +354,29 @@ async def test_mcp_over_stdio_sends_the_token_of_its_environment(
         assert refused.is_error and "(HTTP 401)" in text_of(refused)
 
 
+def up_with_auth(tmp_path: Path, repos: list[GitRepo]) -> Gazetteer:
+    """``gazetteer up --auth`` over ``repos``, logging JSON (its events are read)."""
+    return Gazetteer(
+        ["up", *(str(r.root) for r in repos), "--port", "0", "--auth"],
+        tmp_path / "data",
+        GAZETTEER_LOG_FORMAT="json",
+    )
+
+
+def broker_of(up: Gazetteer) -> str:
+    return "kafka://" + up.log_events("broker_connected")[0]["bootstrap"]
+
+
 def test_tokens_made_listed_and_revoked_by_the_cli_hold_on_a_live_stack(tmp_path: Path) -> None:
     repos = [
         GitRepo.create(tmp_path / name, {f"{name}/core.py": f"def {name}_core():\n    return 1\n"})
         for name in ("payments", "shared")
     ]
-    up = Gazetteer(
-        ["up", *(str(r.root) for r in repos), "--port", "0", "--auth"],
-        tmp_path / "data",
-        GAZETTEER_LOG_FORMAT="json",
-    )
+    up = up_with_auth(tmp_path, repos)
     try:
         url = up.url()
         assert httpx.get(url + "/repositories", timeout=10).status_code == 401
-        broker = "kafka://" + up.log_events("broker_connected")[0]["bootstrap"]
+        broker = broker_of(up)
         hint = f"Authentication is on: make a token with `gazetteer --broker {broker} token"
         up.wait_for_line(re.compile(re.escape(hint)))
         made = run_cli(
@@ -434,14 +443,10 @@ def test_the_attack_matrix_holds_on_a_live_stack(tmp_path: Path) -> None:
     repository are those about a repository that does not exist (its name aside)."""
     names = (*PAYMENTS, SHARED)
     repos = [GitRepo.create(tmp_path / name, FILES) for name in names]
-    up = Gazetteer(
-        ["up", *(str(r.root) for r in repos), "--port", "0", "--auth"],
-        tmp_path / "data",
-        GAZETTEER_LOG_FORMAT="json",
-    )
+    up = up_with_auth(tmp_path, repos)
     try:
         url = up.url()
-        broker = "kafka://" + up.log_events("broker_connected")[0]["bootstrap"]
+        broker = broker_of(up)
         tokens = {
             "payments": _token(broker, "payments", "payments-*", "read"),
             "shared": _token(broker, "shared", "shared-*", "read"),
