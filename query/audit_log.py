@@ -28,6 +28,7 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from query.caller import caller_name, client_address
+from query.service.access import noting
 
 log = structlog.get_logger(__name__)
 
@@ -158,24 +159,25 @@ class AuditLog:
                 status = int(message["status"])
             await send(message)
 
-        try:
-            await self.app(scope, receiving, sending)
-        except Exception:
-            status = status or 500  # what the server's error handler answers
-            raise
-        finally:
-            route, params = route_of(scope, self.routes)
-            tools, named = tool_calls(bytes(body)) if mcp else ([], [])
-            repos = repositories_of(scope, params, named)
-            log.info(
-                "request_handled",
-                **({"tools": tools} if mcp else {}),
-                token=caller_name(scope),
-                client=client_address(scope),
-                method=scope["method"],
-                route=route,
-                repositories=repos[:MAX_REPOSITORIES],
-                repositories_total=len(repos),
-                status=status,
-                duration_ms=round((time.perf_counter() - started) * 1000, 1),
-            )
+        with noting() as drawn:  # what the service's answers drew from (`touched`)
+            try:
+                await self.app(scope, receiving, sending)
+            except Exception:
+                status = status or 500  # what the server's error handler answers
+                raise
+            finally:
+                route, params = route_of(scope, self.routes)
+                tools, named = tool_calls(bytes(body)) if mcp else ([], [])
+                repos = repositories_of(scope, params, [*named, *drawn])
+                log.info(
+                    "request_handled",
+                    **({"tools": tools} if mcp else {}),
+                    token=caller_name(scope),
+                    client=client_address(scope),
+                    method=scope["method"],
+                    route=route,
+                    repositories=repos[:MAX_REPOSITORIES],
+                    repositories_total=len(repos),
+                    status=status,
+                    duration_ms=round((time.perf_counter() - started) * 1000, 1),
+                )

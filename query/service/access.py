@@ -7,17 +7,22 @@ principal travels beside the call, in a context variable the authentication midd
 and which every task the request starts inherits (the MCP tool calls run in tasks of
 the /mcp request). Outside any request, and when authentication is off, it is
 `EVERYONE`: the service answers as it did before tokens.
+
+The same way back: what an answer drew from that its request did not name (the
+repositories of an org-wide search's hits) is noted (`touched`) for the request's audit
+line, which collects it (`noting`).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 
 from query.auth.principal import EVERYONE, Principal
 
 _READER: ContextVar[Principal] = ContextVar("gazetteer_reader", default=EVERYONE)
+_TOUCHED: ContextVar[list[str] | None] = ContextVar("gazetteer_touched", default=None)
 
 
 def reader() -> Principal:
@@ -33,3 +38,23 @@ def reading_as(principal: Principal) -> Iterator[None]:
         yield
     finally:
         _READER.reset(token)
+
+
+def touched(repos: Iterable[str]) -> None:
+    """Note the repositories an answer drew from (an org-wide search's hits) for the
+    request's audit line (query/audit_log.py); outside `noting`, nothing."""
+    noted = _TOUCHED.get()
+    if noted is not None:
+        noted.extend(repos)
+
+
+@contextlib.contextmanager
+def noting() -> Iterator[list[str]]:
+    """The repositories the service notes as `touched` inside the block (a request and
+    every task it starts: the MCP tool calls), as they are noted."""
+    noted: list[str] = []
+    token = _TOUCHED.set(noted)
+    try:
+        yield noted
+    finally:
+        _TOUCHED.reset(token)

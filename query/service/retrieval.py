@@ -41,6 +41,7 @@ from query.search.ranking import (
     is_python_path,
     question_read,
 )
+from query.service.access import touched
 from query.service.base import ServiceBase
 from query.service.errors import InvalidArguments, NotFound
 from query.service.repositories import name_matches
@@ -274,6 +275,7 @@ class RetrievalAnswers(ServiceBase):
             for h in ranked
         ]
         items = within_tokens(hits, max_tokens)
+        touched(sorted({hit.repo for hit in items}))  # the audit line's repositories
         return OrgSearchPage(
             query=read,
             question_chars=len(q),

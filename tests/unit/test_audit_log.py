@@ -17,9 +17,14 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from structlog.testing import capture_logs
 
+from query.api import create_api
 from query.audit_log import AuditLog, note_repositories, repositories_of, tool_calls
 from query.host_check import HostCheck, host_rule
+from query.limits import RequestLimits
+from query.read_model import ReadModel
+from tests.e2e.query_service import feed
 from tests.unit.test_request_limits import Authenticated
+from tests.unit.test_retrieval_api import FILES
 
 
 class Refusing:
@@ -192,3 +197,26 @@ async def test_an_mcp_request_names_its_tools_and_repositories() -> None:
         ("/mcp", [], []),
     ]
     assert SECRET not in repr(logs)
+
+
+async def test_an_org_wide_search_of_the_service_names_the_repositories_of_its_hits() -> None:
+    """The service notes what an org-wide answer drew from (query/service/access.py
+    `touched`): the request named no repository."""
+    model = ReadModel(clock=lambda: 1002.0)
+    for repo in ("payments-api", "shared-lib", "unrelated"):
+        feed(
+            model,
+            repo,
+            FILES if repo != "unrelated" else {"x/y.py": "def z(): pass\n"},
+            clustered=True,
+        )
+    api = create_api(model, ready=lambda: True, limits=RequestLimits(rate=None))
+    transport = httpx.ASGITransport(app=api)
+    with capture_logs() as logs:
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            answer = await client.get("/search", params={"q": "resolve redirects session"})
+    assert answer.status_code == 200
+    hits = sorted({h["repo"] for h in answer.json()["items"]})
+    assert hits == ["payments-api", "shared-lib"]
+    (line,) = [e for e in logs if e["event"] == "request_handled"]
+    assert (line["route"], line["repositories"]) == ("/search", hits)
