@@ -24,8 +24,10 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from structlog.testing import capture_logs
 
 from query.api import create_api
+from query.limits import RequestLimits
 from query.read_model import ReadModel
 from stores.tokens import TokenRecord, hash_secret, token_id
 from tests.e2e.cli import Gazetteer, eventually, run_cli
@@ -540,3 +542,20 @@ def test_the_query_verbs_send_their_token(services: tuple[str, str]) -> None:
         SECRETS["payments"],
     )
     assert impact.returncode == 0, impact.stderr
+
+
+async def test_an_mcp_org_wide_search_is_audited_with_the_repositories_it_drew_from() -> None:
+    model = model_of((*PAYMENTS, SHARED))
+    with (
+        query_service(model, RequestLimits(rate=None), authenticate=True) as url,
+        capture_logs() as logs,
+    ):
+        async with mcp_over_http(url, SECRETS["payments"]) as client:
+            found = await client.call_tool("search_all", {"q": "resolve redirects session"})
+    assert found.structured_content is not None
+    hits = sorted({h["repo"] for h in found.structured_content["items"]})
+    assert hits == list(PAYMENTS)
+    lines = [e for e in logs if e["event"] == "request_handled" and e.get("tools")]
+    assert [(e["tools"], e["repositories"], e["token"]) for e in lines] == [
+        (["search_all"], hits, "payments")
+    ]
