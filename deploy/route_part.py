@@ -48,20 +48,24 @@ async def _route(settings: Settings, args: argparse.Namespace, shards: list[Shar
         app = create_router_app(
             router, hosts=hosts, limits=settings.request_limits, authenticate=settings.auth
         )
-        sock = listen(settings.host, settings.port)
-        port = sock.getsockname()[1]
-        server = QuietServer(
-            uvicorn.Config(app, host=settings.host, port=port, log_config=None, access_log=False)
-        )
-        serving = asyncio.create_task(server.serve(sockets=[sock]))
-        while not server.started and not serving.done():
-            await asyncio.sleep(0.05)
-        url = f"http://{settings.host}:{port}"
-        log.info("router_listening", url=url, shards=[s.shard.describe() for s in shards])
-        print(f"Gazetteer router on {url}", flush=True)
-        stopping = asyncio.ensure_future(stop.wait())
-        await asyncio.wait([stopping, serving], return_when=asyncio.FIRST_COMPLETED)
-        server.should_exit = True
-        stopping.cancel()
-        await asyncio.gather(serving, return_exceptions=True)
+        # The MCP endpoint's task group runs before the first request and until the end.
+        async with app.state.mcp.run():
+            sock = listen(settings.host, settings.port)
+            port = sock.getsockname()[1]
+            server = QuietServer(
+                uvicorn.Config(
+                    app, host=settings.host, port=port, log_config=None, access_log=False
+                )
+            )
+            serving = asyncio.create_task(server.serve(sockets=[sock]))
+            while not server.started and not serving.done():
+                await asyncio.sleep(0.05)
+            url = f"http://{settings.host}:{port}"
+            log.info("router_listening", url=url, shards=[s.shard.describe() for s in shards])
+            print(f"Gazetteer router on {url}", flush=True)
+            stopping = asyncio.ensure_future(stop.wait())
+            await asyncio.wait([stopping, serving], return_when=asyncio.FIRST_COMPLETED)
+            server.should_exit = True
+            stopping.cancel()
+            await asyncio.gather(serving, return_exceptions=True)
     log.info("router_stopped")

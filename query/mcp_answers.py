@@ -11,7 +11,7 @@ framework nor HTTP client to answer ``initialize`` (issue 20).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from query.mcp_operations import Operation
@@ -31,21 +31,32 @@ class OverHttp:
     """The request to a query service in another process (the stdio server's way): the
     GET, or the POST of the body's arguments (those given) for ``impact``."""
 
-    def __init__(self, client: httpx.AsyncClient | str, *, token: str | None = None) -> None:
+    def __init__(
+        self,
+        client: httpx.AsyncClient | str,
+        *,
+        token: str | None = None,
+        headers: Callable[[], Mapping[str, str]] | None = None,
+    ) -> None:
         """``client``, or the URL of one made at the first call: httpx and its client
         cost 0.1 s of CPU that answering ``initialize`` does not need (issue 20).
-        ``token``: sent as ``Authorization: Bearer`` by the client made (issue 19)."""
+        ``token``: sent as ``Authorization: Bearer`` by the client made (issue 19).
+        ``headers``: those of each call, asked at the call (the router's tools send the
+        caller's own: query/router_mcp.py)."""
         self._client: httpx.AsyncClient | None = None if isinstance(client, str) else client
         self._url = client if isinstance(client, str) else ""
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._per_call = headers
 
     async def __call__(self, op: Operation, arguments: Mapping[str, Any]) -> Any:
         client = self._connected()
         path = expand(op.path, {p: arguments[p] for p in op.path_params})
+        headers = self._per_call() if self._per_call is not None else None
         if op.method == "POST":
             body = {b: arguments[b] for b in op.body_params if arguments.get(b) is not None}
-            return await post_json(client, path, body)
-        return await get_json(client, path, {q: arguments.get(q) for q in op.query_params})
+            return await post_json(client, path, body, headers)
+        query = {q: arguments.get(q) for q in op.query_params}
+        return await get_json(client, path, query, headers)
 
     async def aclose(self) -> None:
         """Close the client, if one was made."""

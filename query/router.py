@@ -16,7 +16,9 @@ shard's partitions (`query.shard`), and nothing else:
   them, the greatest kept; each shard's ranking with the whole corpus), so that the
   merged ranking is the one a single replica holding everything would give;
 - ``/health`` says, per shard, which replicas are ready; the router is ready when every
-  shard has a ready replica.
+  shard has a ready replica;
+- ``/mcp`` serves the query service's MCP tools, each call made as its route's request
+  to the router itself (query/router_mcp.py).
 
 Every merged answer names the shards that answered and those missing (``partial``):
 a shard with no replica answering leaves its repositories out, and says so.
@@ -44,6 +46,7 @@ from query.materializer import partition_of
 from query.org_search import Corpus
 from query.request_limits import RequestLimits, add_inner, add_outer
 from query.retrieval_schemas import CorpusOut, OrgSearchHit
+from query.router_mcp import mount_router_mcp
 from query.service.repositories import RepositoryOrder, repository_key
 from query.service.retrieval import corpus_in, corpus_out, within_tokens
 from query.shard import Shard, parse_partitions, parse_shard
@@ -183,6 +186,10 @@ def create_router_app(
     async def refused(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, Refused)
         return exc.response()
+
+    # The MCP tools at /mcp, each call a request to this app (its run() is the caller's
+    # to enter: `gazetteer route` does).
+    app.state.mcp = mount_router_mcp(app, timeout_s=TIMEOUT_S)
 
     @app.get("/health")
     async def health() -> JSONResponse:

@@ -39,24 +39,32 @@ def expand(template: str, values: Mapping[str, object]) -> str:
 
 
 async def get_json(
-    client: httpx.AsyncClient, path: str, params: Mapping[str, object] | None = None
+    client: httpx.AsyncClient,
+    path: str,
+    params: Mapping[str, object] | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> Any:
     """GET ``path``; None-valued parameters are left out, as if not given."""
     import httpx
 
     try:
-        response = await client.get(path, params=_given(params))
+        response = await client.get(path, params=_given(params), headers=headers)
     except httpx.HTTPError as exc:
         raise _unanswered(client.base_url, exc) from exc
     return _answer(response)
 
 
-async def post_json(client: httpx.AsyncClient, path: str, body: Mapping[str, object]) -> Any:
+async def post_json(
+    client: httpx.AsyncClient,
+    path: str,
+    body: Mapping[str, object],
+    headers: Mapping[str, str] | None = None,
+) -> Any:
     """POST ``body`` as JSON to ``path`` (``impact``: a diff does not fit a query string)."""
     import httpx
 
     try:
-        response = await client.post(path, json=body)
+        response = await client.post(path, json=body, headers=headers)
     except httpx.HTTPError as exc:
         raise _unanswered(client.base_url, exc) from exc
     return _answer(response)

@@ -8,12 +8,16 @@ router's answers partial, saying so, and its repositories 503.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from query.materializer import partition_of
 from tests.e2e.cli import Gazetteer, eventually, get
@@ -30,6 +34,22 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def through_mcp(url: str, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    """The tools' answers (structured content, else the error's text), in one session."""
+
+    async def go() -> list[Any]:
+        async with Client(streamable_http_client(f"{url}/mcp")) as client:
+            results = [await client.call_tool(name, arguments) for name, arguments in calls]
+        return [
+            " ".join(getattr(c, "text", "") for c in r.content)
+            if r.is_error
+            else r.structured_content
+            for r in results
+        ]
+
+    return asyncio.run(go())
 
 
 def test_the_router_answers_for_its_shards_and_says_when_one_is_missing(tmp_path: Path) -> None:
@@ -105,6 +125,18 @@ def test_the_router_answers_for_its_shards_and_says_when_one_is_missing(tmp_path
             assert sorted(f["path"] for f in files["items"]) == sorted(
                 f["path"] for f in get(urls["whole"], f"/repositories/{rid}/files")["items"]
             )
+        # The MCP tools through the router answer as its routes do.
+        question = "rate limit of a request"
+        found, *listed = through_mcp(
+            routed,
+            [("search_all", {"q": question}), *(("files", {"repo": rid}) for rid in rids)],
+        )
+        assert [(h["repo"], h["path"]) for h in found["items"]] == [
+            (h["repo"], h["path"]) for h in get(urls["whole"], "/search", q=question)["items"]
+        ]
+        assert found["partial"] is False and found["missing"] == []
+        for rid, page in zip(rids, listed, strict=True):
+            assert page == get(routed, f"/repositories/{rid}/files")
         health = get(routed, "/health")
         assert health["ready"] is True and [len(s["replicas"]) for s in health["shards"]] == [2, 1]
 
@@ -118,6 +150,11 @@ def test_the_router_answers_for_its_shards_and_says_when_one_is_missing(tmp_path
             answer = httpx.get(f"{routed}/repositories/{rid}/files", timeout=30)
             assert answer.status_code == 503 and "no replica of shard 1/2" in answer.text
         assert get(routed, "/health")["ready"] is False
+        partial, gone = through_mcp(
+            routed, [("search_all", {"q": "rate limit"}), ("files", {"repo": on_one[0]})]
+        )
+        assert partial["partial"] is True and partial["missing"] == ["1/2"]
+        assert "no replica of shard 1/2" in gone and "(HTTP 503)" in gone
         for part in (router, watch, worker, zero, whole, broker):
             assert part.interrupt() == 0, part.log_text()[-2000:]
     finally:

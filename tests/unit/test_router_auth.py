@@ -4,6 +4,9 @@ which check it; merged answers hold only the token's repositories."""
 from __future__ import annotations
 
 import httpx
+from fastapi import FastAPI
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from query.api import create_api
 from query.materializer import partition_of
@@ -14,6 +17,7 @@ from stores.tokens import TokenRecord, hash_secret, token_id
 from tests.unit.test_router import PARTITIONS, model_of
 
 BILLING = "gzt_router_billing"  # reads billing and docs, on two shards
+HOST = {"Host": "router"}
 
 
 def with_tokens(model: ReadModel) -> ReadModel:
@@ -30,7 +34,7 @@ def with_tokens(model: ReadModel) -> ReadModel:
     return model
 
 
-def routed() -> httpx.AsyncClient:
+def router_app() -> FastAPI:
     first = partition_of("billing", PARTITIONS)
     a, b = ["billing"], ["gateway", "docs"]
     apps = {
@@ -46,8 +50,12 @@ def routed() -> httpx.AsyncClient:
         ShardReplicas(Shard(partitions=frozenset(set(range(PARTITIONS)) - {first})), ["http://b"]),
     ]
     backend = httpx.AsyncClient(mounts=apps)
-    app = create_router_app(Router(shards, PARTITIONS, backend), authenticate=True)
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://router")
+    return create_router_app(Router(shards, PARTITIONS, backend), authenticate=True)
+
+
+def routed(app: FastAPI | None = None) -> httpx.AsyncClient:
+    transport = httpx.ASGITransport(app=app or router_app())
+    return httpx.AsyncClient(transport=transport, base_url="http://router", headers=HOST)
 
 
 async def test_no_or_a_wrong_token_is_refused_at_the_router_or_by_the_replicas() -> None:
@@ -76,3 +84,24 @@ async def test_merged_answers_hold_only_the_token_s_repositories() -> None:
         assert hidden.status_code == missing.status_code == 404
         assert hidden.json()["detail"] == "unknown repository 'gateway'; see /repositories"
         assert (await client.get("/repositories/docs", headers=headers)).status_code == 200
+
+
+async def test_the_router_s_mcp_tools_carry_the_caller_s_token_to_the_replicas() -> None:
+    app = router_app()
+    async with app.state.mcp.run():
+        async with routed(app) as http:
+            refused = await http.post("/mcp", json={})
+            assert refused.status_code == 401  # no token: refused at the router
+        headers = {**HOST, "Authorization": f"Bearer {BILLING}"}
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, headers=headers) as http:
+            async with Client(streamable_http_client("http://router/mcp", http_client=http)) as mcp:
+                listed = await mcp.call_tool("repositories", {})
+                found = await mcp.call_tool("search_all", {"q": "rate limit"})
+                hidden = await mcp.call_tool("files", {"repo": "gateway"})
+    assert listed.structured_content is not None and found.structured_content is not None
+    assert [r["repo"] for r in listed.structured_content["items"]] == ["billing", "docs"]
+    assert {h["repo"] for h in found.structured_content["items"]} <= {"billing", "docs"}
+    assert hidden.is_error
+    text = " ".join(getattr(c, "text", "") for c in hidden.content)
+    assert text == "unknown repository 'gateway'; see /repositories (HTTP 404)"
