@@ -11,8 +11,9 @@ as for HTTP, and each call is one more ``request_handled`` line of the router's 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
+from functools import cache
 
 import httpx
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
@@ -24,6 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from query.mcp_answers import OverHttp
 from query.mcp_http import McpEndpoint
+from query.mcp_operations import Operation
 from query.mcp_tools import Tools, api_operations, create_server
 
 PASSED = ("host", "authorization")
@@ -53,6 +55,13 @@ class CallerHeaders:
             _CALLER.reset(token)
 
 
+@cache
+def _operations() -> Sequence[Operation]:
+    """The query service's tools, read once from its API document (making the document
+    builds a whole query app: every router app made in a process shares the one list)."""
+    return tuple(api_operations())
+
+
 def mount_router_mcp(app: Starlette, *, path: str = "/mcp", timeout_s: float = 60.0) -> McpEndpoint:
     """Serve the tools at ``path`` on the router ``app``, each call a request to ``app``.
 
@@ -62,7 +71,7 @@ def mount_router_mcp(app: Starlette, *, path: str = "/mcp", timeout_s: float = 6
     )
     answers = OverHttp(client, headers=caller_headers)
     manager = StreamableHTTPSessionManager(
-        app=create_server(answers, Tools.of(api_operations())),
+        app=create_server(answers, Tools.of(_operations())),
         json_response=True,
         stateless=True,
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
