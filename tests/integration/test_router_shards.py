@@ -10,6 +10,7 @@ which shard is missing, and they are whole again once its replica is back on its
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,6 +22,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from deploy.broker_process import free_port
+from producers.repo_id import repository_id
 from query.materializer import partition_of
 from query.router import Router, ShardReplicas, create_router_app
 from query.shard import Shard
@@ -59,17 +61,26 @@ def hits(page: dict[str, Any]) -> list[tuple[str, str, float]]:
 async def test_the_router_answers_as_one_replica_and_says_when_a_shard_is_missing(
     broker, tmp_path: Path
 ) -> None:
+    # Two repositories on each shard's partitions: names picked by where their ids
+    # (producers/repo_id.py: from the path, without a remote) are keyed.
+    parts = {"a": {0, 1}, "b": {2, 3}}
+    names: dict[str, list[str]] = {"a": [], "b": []}
+    for i in itertools.count():
+        rid = repository_id(tmp_path / f"svc{i}", None)
+        shard = "a" if partition_of(rid, PARTITIONS) in parts["a"] else "b"
+        if len(names[shard]) < 2:
+            names[shard].append(f"svc{i}")
+        if all(len(n) == 2 for n in names.values()):
+            break
     repos = [
-        GitRepo.create(tmp_path / f"svc{i}", {**FILES, "pkg/own.py": f"NAME = 'svc{i} own'\n"})
-        for i in range(4)
+        GitRepo.create(tmp_path / name, {**FILES, "pkg/own.py": f"NAME = '{name} own'\n"})
+        for name in (*names["a"], *names["b"])
     ]
     async with running_stack(broker.bootstrap, tmp_path / "main") as whole:
         await whole.start_sources([r.root for r in repos])
         rids = [await fresh_at(whole, r.root, r.head()) for r in repos]
-        held = {partition_of(rid, PARTITIONS) for rid in rids[:2]}
-        parts = {"a": held, "b": set(range(PARTITIONS)) - held}
         owned = {n: {r for r in rids if partition_of(r, PARTITIONS) in p} for n, p in parts.items()}
-        assert owned["a"] and owned["b"]
+        assert [len(owned["a"]), len(owned["b"])] == [2, 2]
         replicas = {
             name: Stack(
                 whole.settings.model_copy(
