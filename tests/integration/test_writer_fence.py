@@ -98,6 +98,8 @@ async def test_a_fenced_consumer_commits_nothing_it_handles_after_the_fence(
         topic_disable_leader=True,
         consumer_auto_offset_reset="earliest",
         broker_commit_interval=3600.0,  # only the commits this test asks for
+        broker_session_timeout=6.0,  # the worker's (processors/app.py): a join in seconds
+        broker_heartbeat_interval=1.0,
     )
     seen: list[bytes] = []
 
