@@ -18,7 +18,7 @@ import structlog
 from aiokafka.partitioner import DefaultPartitioner
 
 from processors.embedding_stream import EmbeddingStream, PrioritizingSink
-from processors.fence import Fence, refuse_commits
+from processors.fence import Fence, leave_group, refuse_commits
 from processors.indexer import RepoIndex
 from processors.neighborhood_stream import NeighborhoodStream, SnapshotSink
 from processors.neighborhoods.recluster import ReclusterSettings
@@ -98,10 +98,11 @@ class FaustDeltaSink:
         self.fence = Fence()
 
     def fence_writes(self, reason: str) -> asyncio.Task[None] | None:
-        """Send nothing more, pending batches included (`Fence.close`), and commit no
-        offset again (`refuse_commits`)."""
+        """Send nothing more, pending batches included (`Fence.close`), commit no offset
+        again (`refuse_commits`) and leave the consumer group (`leave_group`)."""
         if not self.fence.closed:
             refuse_commits(self._app.consumer, reason)
+            leave_group(self._app.consumer, reason)
         return self.fence.close(reason, self._app.producer)
 
     async def publish_deltas(self, deltas: Sequence[GraphDelta]) -> None:

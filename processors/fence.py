@@ -21,6 +21,14 @@ new broker and may be handed the partitions again before it stops. Handling the
 rescan's events there publishes nothing (the files are unchanged for its index), so
 faust acknowledges and commits them; the next generation then starts past them and
 never indexes the repository on the new topics.
+
+And the group itself: a stopping generation whose consumer stays a member of the group
+on the new broker keeps the partitions it is handed there, and handles nothing of
+them (its agents wait at the fence), so a repository keyed on one of them is never
+indexed by the next generation. Its stop can hang exactly then (faust's revocation
+waits for an agent that waits at the fence), and the generation is abandoned with its
+consumer still heartbeating. So the fence also makes the consumer leave its group at
+once (`leave_group`), whatever its own tasks are waiting for.
 """
 
 from __future__ import annotations
@@ -77,6 +85,38 @@ def refuse_commits(consumer: Any, reason: str) -> None:
         return False
 
     consumer._commit = refused
+
+
+def leave_group(consumer: Any, reason: str) -> asyncio.Future[None] | None:
+    """Make faust's ``consumer`` leave its consumer group now and never join it again.
+
+    faust runs its aiokafka consumer in a thread of its own (faust-streaming 0.11:
+    ``AIOKafkaConsumerThread``, its client ``_consumer``, its loop ``thread_loop``). On
+    that loop the client's group coordinator is closed the way ``close`` does it, with
+    one difference: its coordination task is cancelled instead of awaited, since it may
+    be inside a rebalance faust will not finish. Heartbeats stop, a LeaveGroup is sent
+    (at most once: the broker rebalances the group at once; if it fails, the member is
+    dropped after one session timeout) and nothing rejoins. A later ``stop`` of the
+    consumer finds the coordinator closed and returns. The future of that work, on this
+    loop (None when the consumer has no client or group yet)."""
+    thread = getattr(consumer, "_thread", None)
+    client = getattr(thread, "_consumer", None)
+    coordinator = getattr(client, "_coordinator", None)
+    if coordinator is None or not hasattr(coordinator, "_closing"):
+        return None  # not started, or no group (a consumer without a group id)
+
+    async def leave() -> None:
+        if coordinator._closing.done():
+            return
+        coordinator._closing.set_result(None)
+        coordinator._coordination_task.cancel()
+        await coordinator._stop_heartbeat_task()
+        await coordinator._stop_commit_offsets_refresh_task()
+        await coordinator._maybe_leave_group()
+        log.info("worker_left_group", reason=reason)
+
+    done = asyncio.run_coroutine_threadsafe(leave(), thread.thread_loop)
+    return asyncio.wrap_future(done)
 
 
 def abort_pending(producer: Any, reason: str) -> asyncio.Task[None] | None:

@@ -7,12 +7,16 @@ linger (as a retried batch is held while the topics are missing) are failed, not
 delivered, and a send after the fence fails at once; a second producer, not fenced,
 delivers on the same topic meanwhile. `refuse_commits` replaces a faust consumer's
 commit, so a real faust app shows that the events it handles after the fence are never
-committed on the broker, while those before it were.
+committed on the broker, while those before it were. `leave_group` closes a faust
+consumer's group membership from outside its thread: a faust app whose agent is stuck
+(as a fenced one waits at the fence) and that is never stopped gives up its partitions
+to the next consumer of the group at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -22,7 +26,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from deploy.topics_admin import ensure_topics
-from processors.fence import Fence, WriterFenced, refuse_commits
+from processors.fence import Fence, WriterFenced, leave_group, refuse_commits
 from producers.topics import TopicSpec
 from tests.integration.stack import eventually
 
@@ -83,15 +87,11 @@ async def committed_offset(bootstrap: str, group: str, topic: str) -> int | None
         await reader.stop()
 
 
-async def test_a_fenced_consumer_commits_nothing_it_handles_after_the_fence(
-    broker, unique_name, tmp_path: Path
-) -> None:
-    topic, group = unique_name("commits"), unique_name("group")
-    await ensure_topics(broker.bootstrap, [TopicSpec(topic, 1)])
-    app = faust.App(
+def worker_like_app(group: str, bootstrap: str, datadir: Path) -> faust.App:
+    return faust.App(
         group,
-        broker=f"kafka://{broker.bootstrap}",
-        datadir=str(tmp_path),
+        broker=f"kafka://{bootstrap}",
+        datadir=str(datadir),
         store="memory://",
         value_serializer="raw",
         web_enabled=False,
@@ -101,6 +101,14 @@ async def test_a_fenced_consumer_commits_nothing_it_handles_after_the_fence(
         broker_session_timeout=6.0,  # the worker's (processors/app.py): a join in seconds
         broker_heartbeat_interval=1.0,
     )
+
+
+async def test_a_fenced_consumer_commits_nothing_it_handles_after_the_fence(
+    broker, unique_name, tmp_path: Path
+) -> None:
+    topic, group = unique_name("commits"), unique_name("group")
+    await ensure_topics(broker.bootstrap, [TopicSpec(topic, 1)])
+    app = worker_like_app(group, broker.bootstrap, tmp_path)
     seen: list[bytes] = []
 
     def handled_count(n: int) -> Callable[[], Awaitable[bool]]:
@@ -135,3 +143,60 @@ async def test_a_fenced_consumer_commits_nothing_it_handles_after_the_fence(
     finally:
         await producer.stop()
         await app.stop()
+
+
+async def test_a_stuck_consumer_that_left_its_group_holds_no_partition(
+    broker, unique_name, tmp_path: Path
+) -> None:
+    topic, group = unique_name("left"), unique_name("group")
+    partitions = {0, 1, 2, 3}
+    await ensure_topics(broker.bootstrap, [TopicSpec(topic, len(partitions))])
+    stuck, release = asyncio.Event(), asyncio.Event()
+    handled: set[int] = set()  # partitions of the events the next app handled
+
+    old = worker_like_app(group, broker.bootstrap, tmp_path / "old")
+
+    @old.agent(old.topic(topic, value_serializer="raw"), name="stuck")
+    async def wait_at_the_fence(stream):  # type: ignore[no-untyped-def]
+        async for _ in stream:
+            stuck.set()
+            await release.wait()  # as a fenced agent waits at the fence
+
+    new = worker_like_app(group, broker.bootstrap, tmp_path / "new")
+
+    @new.agent(new.topic(topic, value_serializer="raw"), name="stuck")
+    async def handle(stream):  # type: ignore[no-untyped-def]
+        async for event in stream.events():
+            handled.add(event.message.partition)
+
+    producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap)
+    await producer.start()
+    await old.start()
+    try:
+        await producer.send_and_wait(topic, b"first", partition=0)
+
+        async def is_stuck() -> bool:
+            return stuck.is_set()
+
+        await eventually(is_stuck, 60, "the old app's agent to be stuck on an event")
+        leaving = leave_group(old.consumer, "the broker came back empty")
+        assert leaving is not None
+        await asyncio.wait_for(leaving, 10)
+        # The old app is not stopped and its agent does not return: without leaving its
+        # group it stays a member, heartbeating, and keeps its share of the partitions,
+        # whose events the new app then never sees.
+        await new.start()
+        await asyncio.sleep(3 * 1.0)  # three of the old app's heartbeat intervals
+        for partition in sorted(partitions):
+            await producer.send_and_wait(topic, b"event", partition=partition)
+
+        async def all_handled() -> bool:
+            return handled == partitions
+
+        await eventually(all_handled, 60, "the new app to handle an event of every partition")
+    finally:
+        release.set()
+        await producer.stop()
+        for app in (new, old):
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(app.stop(), 30)
