@@ -99,7 +99,7 @@ def leave_group(consumer: Any, reason: str) -> asyncio.Future[None] | None:
     dropped after one session timeout) and nothing rejoins. A later ``stop`` of the
     consumer finds the coordinator closed and returns. The future of that work, on this
     loop (None when the consumer has no client or group yet)."""
-    thread = getattr(consumer, "_thread", None)
+    thread: Any = getattr(consumer, "_thread", None)
     client = getattr(thread, "_consumer", None)
     coordinator = getattr(client, "_coordinator", None)
     if coordinator is None or not hasattr(coordinator, "_closing"):
