@@ -27,9 +27,9 @@ from query.impact_api import create_impact_routes
 from query.metrics import METRICS_PATH, QueryTimer, exposition, service_registry
 from query.navigation_api import create_navigation_routes
 from query.neighborhood_api import create_neighborhood_routes
+from query.org_api import create_org_routes
 from query.read_model import ReadModel
 from query.request_limits import RequestLimits, add_inner, add_outer
-from query.org_api import create_org_routes
 from query.retrieval_api import create_retrieval_routes
 from query.schemas import (
     DeadLetterPage,

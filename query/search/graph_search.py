@@ -83,7 +83,7 @@ class ChannelStats:
 
     @classmethod
     def merged(cls, parts: Iterable[ChannelStats]) -> ChannelStats:
-        files, df = 0, {}
+        files, df = 0, dict[str, int]()
         for part in parts:
             files += part.files
             for term, n in part.df.items():

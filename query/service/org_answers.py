@@ -331,7 +331,7 @@ class OrgAnswers(RetrievalAnswers):
     def graph_statistics(self, question: GraphCorpusQuestion) -> GraphCorpusOut:
         """Each asked channel's IDF figures over this replica's repositories asked."""
         chosen = self._chosen(question.repos)
-        channels = {}
+        channels: dict[str, ChannelStatsOut] = {}
         for c in parse_channels(question.channels):
             files = (v.state.files.values() for _, v in chosen)
             m = ChannelStats.merged(channel_statistics(f, c, question.q) for f in files)
