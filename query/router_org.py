@@ -32,12 +32,11 @@ from query.service.graph_search import parse_channels
 from query.service.org_answers import (
     CANDIDATES_TOKENS,
     context_answer,
-    graph_answer,
-    graph_corpus,
     merged_hits,
     sections_asked,
     session_answer,
 )
+from query.service.org_graph_search import graph_answer, graph_corpus
 
 
 def answered(shards: Any, *lost: list[str]) -> list[ShardReplicas]:

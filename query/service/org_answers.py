@@ -1,11 +1,12 @@
-"""Org-wide context packs, session starts and graph searches (issue 18).
+"""Org-wide context packs and session starts (issue 18).
 
 Each is made as org-wide search is (query/org_search.py): candidates ranked on one
 scale across repositories, then merged. A replica holding every repository asked
 merges its own candidates; a router (query/router.py) asks each shard for its
 candidates with the whole corpus's figures and merges theirs with the same functions
-(`merged_hits`, `context_answer`, `session_answer`, `graph_answer`), so the two answers
-are one by construction. What each shard gives:
+(`merged_hits`, `context_answer`, `session_answer`; `graph_answer` in
+query/service/org_graph_search.py), so the two answers are one by construction. What
+each shard gives:
 
 - ``context``: its best files for the question (the `/shard/search` pass, ``limit``
   the pack's seeds); the seeds kept across shards are planned into sections
@@ -14,8 +15,7 @@ are one by construction. What each shard gives:
 - ``session-start``: its ``hits`` best files and the neighborhoods they fall in
   (`session_candidates`, ``/shard/session-start``); the ``hits`` best across shards
   are grouped by (repository, neighborhood), each neighborhood scored by its files;
-- ``graph-search``: each channel's IDF figures (`graph_statistics`), summed; then
-  each channel's best hits under them (`graph_candidates`), merged and paged.
+- ``graph-search``: query/service/org_graph_search.py.
 
 An org-wide answer is made of the repositories the request may read (`held`): an
 unreadable one is neither searched nor counted.
@@ -25,15 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from query.graph_search_schemas import (
-    ChannelStatsOut,
-    GraphCorpusOut,
-    GraphCorpusQuestion,
-    GraphHitOut,
-    OrgChannelOut,
-    OrgGraphHitOut,
-    OrgGraphSearchPage,
-)
 from query.org_context import Seed, joined, plan_sections
 from query.retrieval_schemas import (
     ContextOut,
@@ -50,12 +41,9 @@ from query.retrieval_schemas import (
     SessionCandidates,
 )
 from query.search.context_pack import build_pack
-from query.search.graph_search import ChannelStats, channel_statistics, graph_search
 from query.search.pack_text import tokens
 from query.search.ranking import MAX_QUESTION_CHARS, question_read
 from query.service.access import touched
-from query.service.errors import InvalidArguments
-from query.service.graph_search import parse_channels
 from query.service.retrieval import RetrievalAnswers, context_out
 
 CANDIDATES_TOKENS = 50_000
@@ -165,61 +153,6 @@ def session_answer(
     )
 
 
-def graph_corpus(parts: Iterable[GraphCorpusOut]) -> GraphCorpusOut:
-    """The shards' figures summed, channel by channel."""
-    by_channel: dict[str, list[ChannelStats]] = {}
-    for part in parts:
-        for channel, figures in part.channels.items():
-            by_channel.setdefault(channel, []).append(ChannelStats(figures.files, figures.df))
-    return GraphCorpusOut(
-        channels={
-            c: ChannelStatsOut(files=m.files, df=dict(m.df))
-            for c, m in ((c, ChannelStats.merged(f)) for c, f in by_channel.items())
-        }
-    )
-
-
-def _graph_order(hit: OrgGraphHitOut) -> tuple[float, float, str, str, int, str]:
-    """`graph_search`'s order, the repository before the path."""
-    return (-hit.score, -hit.importance, hit.repo, hit.path, hit.line_start or 0, hit.text)
-
-
-def graph_answer(
-    q: str,
-    parts: Sequence[OrgGraphSearchPage],
-    *,
-    offset: int,
-    limit: int,
-    partitions: str,
-    partial: bool,
-) -> OrgGraphSearchPage:
-    """Each channel's hits of the parts merged, then paged (``offset``, ``limit``)."""
-    names = list(dict.fromkeys(c.channel for p in parts for c in p.channels))
-    channels = []
-    for name in names:
-        asked = [c for p in parts for c in p.channels if c.channel == name]
-        merged = sorted((h for c in asked for h in c.items), key=_graph_order)
-        channels.append(
-            OrgChannelOut(
-                channel=name,
-                total=sum(c.total for c in asked),
-                offset=offset,
-                limit=limit,
-                items=merged[offset : offset + limit],
-            )
-        )
-    freshness = {r: f for p in parts for r, f in p.freshness.items()}
-    shown = sorted({h.repo for c in channels for h in c.items})
-    return OrgGraphSearchPage(
-        query=q,
-        repositories=sum(p.repositories for p in parts),
-        channels=channels,
-        freshness={r: freshness[r] for r in shown},
-        partitions=partitions,
-        partial=partial,
-    )
-
-
 class OrgAnswers(RetrievalAnswers):
     def context_all(
         self, q: str, repos: str | None = None, budget: int = 8000, seeds: int = 3
@@ -229,7 +162,6 @@ class OrgAnswers(RetrievalAnswers):
         page = self._search_across(q, repos, seeds, CANDIDATES_TOKENS, None, note=False)
         asked = sections_asked(q, merged_hits([page], seeds), budget)
         sections = self.context_sections(q, asked).sections
-        touched([s.repo for s in sections])
         return context_answer(
             q, [page], sections, budget, partitions=self.model.serves, partial=False
         )
@@ -251,6 +183,7 @@ class OrgAnswers(RetrievalAnswers):
             freshness = self.model.freshness(section.repo)
             cut = len(q) > MAX_QUESTION_CHARS
             packs.append(context_out(section.repo, pack, freshness, question_truncated=cut))
+        touched([s.repo for s in sections])  # the audit line's: their code is in the answer
         return PackSections(sections=packs)
 
     def session_start_all(
@@ -300,92 +233,3 @@ class OrgAnswers(RetrievalAnswers):
                     snapshot_stale=view.neighborhoods_stale,
                 )
         return SessionCandidates(page=page, cards=list(cards.values()))
-
-    def graph_search_all(
-        self,
-        q: str,
-        repos: str | None = None,
-        channels: str | None = None,
-        prefix: str | None = None,
-        glob: str | None = None,
-        offset: int = 0,
-        limit: int = 10,
-    ) -> OrgGraphSearchPage:
-        """The seven-channel search across repositories, each term's rarity the
-        corpus's: every repository's files counted, as one index would count them."""
-        question = GraphCorpusQuestion(
-            q=q, repos=repos, channels=channels, prefix=prefix, glob=glob, depth=offset + limit
-        )
-        question.corpus = self.graph_statistics(question)
-        answer = graph_answer(
-            q,
-            [self.graph_candidates(question)],
-            offset=offset,
-            limit=limit,
-            partitions=self.model.serves,
-            partial=False,
-        )
-        touched(sorted(answer.freshness))
-        return answer
-
-    def graph_statistics(self, question: GraphCorpusQuestion) -> GraphCorpusOut:
-        """Each asked channel's IDF figures over this replica's repositories asked."""
-        chosen = self._chosen(question.repos)
-        channels: dict[str, ChannelStatsOut] = {}
-        for c in parse_channels(question.channels):
-            files = (v.state.files.values() for _, v in chosen)
-            m = ChannelStats.merged(channel_statistics(f, c, question.q) for f in files)
-            channels[c] = ChannelStatsOut(files=m.files, df=dict(m.df))
-        return GraphCorpusOut(channels=channels)
-
-    def graph_candidates(self, question: GraphCorpusQuestion) -> OrgGraphSearchPage:
-        """Each channel's ``depth`` best hits of this replica's repositories asked, scored
-        with the corpus's figures (the question's ``corpus``)."""
-        if question.corpus is None:
-            raise InvalidArguments("give the corpus: the sum of every shard's statistics")
-        asked = parse_channels(question.channels)
-        figures = question.corpus.channels
-        stats = {c: ChannelStats(f.files, f.df) for c in asked if (f := figures.get(c))}
-        chosen = self._chosen(question.repos)
-        pages = {
-            repo: graph_search(
-                view.state.files.values(),
-                question.q,
-                asked,
-                importance=self._importance(view),
-                prefix=question.prefix.lstrip("/") if question.prefix else None,
-                glob=question.glob or None,
-                offset=0,
-                limit=question.depth,
-                stats=stats,
-            )
-            for repo, view in chosen
-        }
-        channels = [
-            OrgChannelOut(
-                channel=c,
-                total=sum(pages[r][i].total for r in pages),
-                offset=0,
-                limit=question.depth,
-                items=sorted(
-                    (
-                        OrgGraphHitOut(
-                            repo=r, **GraphHitOut.model_validate(h, from_attributes=True).__dict__
-                        )
-                        for r in pages
-                        for h in pages[r][i].hits
-                    ),
-                    key=_graph_order,
-                )[: question.depth],
-            )
-            for i, c in enumerate(asked)
-        ]
-        shown = sorted({h.repo for c in channels for h in c.items})
-        return OrgGraphSearchPage(
-            query=question.q,
-            repositories=len(chosen),
-            channels=channels,
-            freshness={r: self.model.freshness(r) for r in shown},
-            partitions=self.model.serves,
-            partial=False,
-        )
