@@ -17,6 +17,7 @@ from query.auth.principal import Principal
 from query.materializer import partition_of
 from query.org_context import MIN_SECTION, Section, Seed, heading_tokens, plan_sections, shares
 from query.read_model import ReadModel
+from query.search.graph_search import ChannelStats
 from query.service import QueryService
 from query.service.access import reading_as
 from query.shard import spans
@@ -105,6 +106,33 @@ def test_a_pack_of_one_repository_is_its_own_context_pack() -> None:
         assert org["sections"][0]["targets"] == own["targets"]
 
 
+def test_a_session_start_of_one_repository_is_its_own_session_start() -> None:
+    model = model_of(list(REPOS))
+    _recluster(model)
+    client = TestClient(create_api(model, ready=lambda: True))
+    compared = 0
+    for question in [*QUESTIONS, "rate limit request"]:
+        org = client.get("/session-start", params={"q": question, "repos": "gateway"}).json()
+        own = client.get("/repositories/gateway/session-start", params={"q": question}).json()
+        keys = ("id", "label", "size", "cohesion", "entry_points", "score")
+        assert [
+            ({k: n[k] for k in keys}, [(m["path"], m["score"]) for m in n["matched"]])
+            for n in org["neighborhoods"]
+        ] == [
+            ({k: n[k] for k in keys}, [(m["path"], m["score"]) for m in n["matched"]])
+            for n in own["neighborhoods"]
+        ]
+        assert org["total"] == own["total"]
+        compared += len(own["neighborhoods"])
+    assert compared, "no neighborhood: the comparison would prove nothing"
+
+
+def test_channel_figures_sum_term_by_term() -> None:
+    parts = [ChannelStats(3, {"limit": 1, "rate": 2}), ChannelStats(2, {"limit": 2})]
+    assert ChannelStats.merged(parts) == ChannelStats(5, {"limit": 3, "rate": 2})
+    assert ChannelStats.merged([]) == ChannelStats(0, {})
+
+
 def test_a_graph_search_across_repositories_is_one_repositorys_holding_all_files() -> None:
     apart = QueryService(model_of(list(REPOS)), ready=lambda: True)
     together = ReadModel(clock=lambda: 1002.0)
@@ -176,6 +204,35 @@ async def test_with_a_shard_down_the_org_answers_are_partial_and_say_which() -> 
             assert page["repositories"] == 1  # billing's shard only
         context = (await routed.get("/context", params={"q": "rate limit request"})).json()
         assert [s["repo"] for s in context["sections"]] == ["billing"]
+
+
+class DownForPacking(httpx.AsyncBaseTransport):
+    """A replica that answers the search passes and fails to pack its sections."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/shard/context":
+            raise httpx.ConnectError("connection refused", request=request)
+        return await self.inner.handle_async_request(request)
+
+
+async def test_a_shard_failing_to_pack_leaves_its_sections_out_and_says_so() -> None:
+    pair = _Pair()
+    mounts = pair.backend._mounts
+    for pattern in list(mounts):
+        if "b1" in str(pattern.pattern):
+            mounts[pattern] = DownForPacking(mounts[pattern])  # type: ignore[arg-type]
+    params = {"q": "rate limit request invoice", "budget": 3000, "seeds": 6}
+    async with pair as (routed, whole):
+        page = (await routed.get("/context", params=params)).json()
+        alone = (await whole.get("/context", params=params)).json()
+    assert (page["partial"], page["missing"], page["shards"]) == (True, [spans(REST)], [str(FIRST)])
+    on_a = [s for s in alone["sections"] if partition_of(s["repo"], PARTITIONS) == FIRST]
+    assert on_a and len(on_a) < len(alone["sections"])
+    assert page["sections"] == on_a  # its sections as planned with every shard's seeds
+    assert page["repositories"] == 3  # every shard was searched
 
 
 def test_an_org_answer_draws_from_and_counts_only_the_repositories_the_token_reads() -> None:
