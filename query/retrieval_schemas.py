@@ -153,6 +153,24 @@ class OrgTarget(BaseModel):
     target: str = Field(description="a chunk, symbol or file of the repository")
 
 
+class ContextSection(BaseModel):
+    """One repository's pack in an org-wide pack, its text left to the pack's."""
+
+    repo: str
+    tokens: int = Field(description="its text's, never over its budget")
+    budget: int = Field(description="its share of the pack's budget, less its heading")
+    confidence: float
+    targets: list[str]
+    targets_total: int
+    read_first: list[str] = Field(description="'path:L10-49 (inbound 12)' per file")
+    reasoning: list[str]
+    freshness: Freshness
+
+    @classmethod
+    def of(cls, pack: ContextOut) -> ContextSection:
+        return cls.model_validate(pack.model_dump(exclude={"text", "title", "question_truncated"}))
+
+
 class OrgContextOut(BaseModel):
     """A context pack drawn from several repositories within one budget: a section per
     repository, each its own pack with its freshness (query/org_context.py)."""
@@ -168,9 +186,10 @@ class OrgContextOut(BaseModel):
     confidence: float = Field(description="the best section's")
     targets: list[OrgTarget] = Field(description="every section's targets, best section first")
     targets_total: int
-    sections: list[ContextOut] = Field(
-        description="one per repository drawn from, best first: its pack, its budget's "
-        "share (by its targets' scores) and its freshness"
+    sections: list[ContextSection] = Field(
+        description="one per repository drawn from, best first (its text is in `text`, "
+        "under its heading): its budget's share (by its targets' scores), its targets and "
+        "files to read first, its freshness"
     )
     partitions: str = Field(description="the partitions whose repositories were searched")
     partial: bool = Field(description="some repositories could not be searched")

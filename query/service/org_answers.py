@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from query.org_context import Seed, joined, plan_sections
 from query.retrieval_schemas import (
     ContextOut,
+    ContextSection,
     CorpusOut,
     NeighborhoodCard,
     OrgContextOut,
@@ -105,7 +106,7 @@ def context_answer(
         confidence=max((s.confidence for s in sections), default=0.0),
         targets=[OrgTarget(repo=s.repo, target=t) for s in sections for t in s.targets],
         targets_total=sum(s.targets_total for s in sections),
-        sections=list(sections),
+        sections=[ContextSection.of(s) for s in sections],
         partitions=partitions,
         partial=partial,
     )

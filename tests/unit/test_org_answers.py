@@ -6,15 +6,20 @@ unreadable repository neither drawn from nor counted."""
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from mcp.types import TextContent
 
 from processors.indexer import RepoIndex
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
 from query.api import create_api
 from query.auth.principal import Principal
 from query.materializer import partition_of
+from query.mcp_operations import operations
+from query.mcp_tools import readable
 from query.org_context import MIN_SECTION, Section, Seed, heading_tokens, plan_sections, shares
 from query.read_model import ReadModel
 from query.search.graph_search import ChannelStats
@@ -102,7 +107,8 @@ def test_a_pack_of_one_repository_is_its_own_context_pack() -> None:
             assert org["sections"] == [] and question == "sum of invoice lines"
             continue
         assert [s["repo"] for s in org["sections"]] == ["gateway"]
-        assert org["sections"][0]["text"] == own["text"]
+        assert org["text"] == f"=== repository gateway ===\n{own['text']}"
+        assert org["sections"][0]["tokens"] == own["tokens"]
         assert org["sections"][0]["targets"] == own["targets"]
 
 
@@ -280,3 +286,14 @@ def _recluster(model: ReadModel) -> None:
         model.apply_snapshot(
             recluster(FileGraphState.of(view.state), None, ReclusterSettings(), now=1001.0)
         )
+
+
+def test_the_context_all_tool_gives_the_pack_s_text_first_as_context_does() -> None:
+    api = create_api(model_of(list(REPOS)), ready=lambda: True)
+    op = next(o for o in operations(api.openapi()) if o.tool == "context_all")
+    answer = TestClient(api).get("/context", params={"q": "rate limit request"}).json()
+    first, rest = readable(op, answer)
+    assert isinstance(first, TextContent) and isinstance(rest, TextContent)
+    assert first.text == answer["text"] and first.text.startswith("=== repository ")
+    assert json.loads(rest.text) == {k: v for k, v in answer.items() if k != "text"}
+    assert all("text" not in s for s in answer["sections"])  # the text once, not twice
