@@ -23,9 +23,10 @@ unreadable one is neither searched nor counted.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from query.org_context import Seed, joined, plan_sections
+from query.read_model import RepoView
 from query.retrieval_schemas import (
     ContextOut,
     ContextSection,
@@ -46,6 +47,7 @@ from query.search.pack_text import tokens
 from query.search.ranking import MAX_QUESTION_CHARS, question_read
 from query.service.access import touched
 from query.service.retrieval import RetrievalAnswers, context_out
+from stores.neighborhoods import NeighborhoodRecord
 
 CANDIDATES_TOKENS = 50_000
 """A candidates page is the merge's input, not an answer: bounded only by the most."""
@@ -219,11 +221,8 @@ class OrgAnswers(RetrievalAnswers):
         cards: dict[tuple[str, str], NeighborhoodCard] = {}
         for hit in page.items:
             view = self.model.repos[hit.repo]
-            snapshot = view.neighborhoods
-            if snapshot is None or hit.neighborhood is None:
-                continue
-            record = next((n for n in snapshot.neighborhoods if n.id == hit.neighborhood), None)
-            if record is not None and record.size > 1:
+            record = self._records(view).get(hit.neighborhood or "")
+            if record is not None and record.size > 1 and (hit.repo, record.id) not in cards:
                 cards[(hit.repo, record.id)] = NeighborhoodCard(
                     repo=hit.repo,
                     id=record.id,
@@ -234,3 +233,12 @@ class OrgAnswers(RetrievalAnswers):
                     snapshot_stale=view.neighborhoods_stale,
                 )
         return SessionCandidates(page=page, cards=list(cards.values()))
+
+    def _records(self, view: RepoView) -> Mapping[str, NeighborhoodRecord]:
+        """The repository's neighborhoods by id, per version (none before a recluster)."""
+        snapshot = view.neighborhoods
+        return self._cache.get(
+            view,
+            "neighborhood_records",
+            lambda: {n.id: n for n in snapshot.neighborhoods} if snapshot else {},
+        )

@@ -128,7 +128,9 @@ class OrgGraphSearchAnswers(RetrievalAnswers):
             raise InvalidArguments("give the corpus: the sum of every shard's statistics")
         asked = parse_channels(question.channels)
         figures = question.corpus.channels
-        stats = {c: ChannelStats(f.files, f.df) for c in asked if (f := figures.get(c))}
+        if any(c not in figures for c in asked):
+            raise InvalidArguments("the corpus lacks a channel asked: give every channel's")
+        stats = {c: ChannelStats(figures[c].files, figures[c].df) for c in asked}
         chosen = self._chosen(question.repos)
         pages = {
             repo: graph_search(
