@@ -87,7 +87,7 @@ class OrgFanOut:
         body = {"q": q, "repos": repos, "limit": seeds, "max_tokens": CANDIDATES_TOKENS}
         found, missing = await self.router.across("/shard/search", body, self.headers)
         pages = [OrgSearchPage.model_validate(page) for _, page in found]
-        planned = sections_asked(q, merged_hits(pages, seeds), budget)
+        planned = sections_asked(merged_hits(pages, seeds), budget)
         owners = {id(s): s for p in planned if (s := self.router.shard_of(p.repo)) is not None}
 
         async def pack(shard: ShardReplicas) -> Any:

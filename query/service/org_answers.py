@@ -76,7 +76,7 @@ def seeds_of(hits: Sequence[OrgSearchHit]) -> list[Seed]:
     ]
 
 
-def sections_asked(q: str, hits: Sequence[OrgSearchHit], budget: int) -> list[PackSection]:
+def sections_asked(hits: Sequence[OrgSearchHit], budget: int) -> list[PackSection]:
     """The sections the best ``hits`` make of a pack within ``budget``."""
     return [
         PackSection(repo=s.repo, seeds=list(s.seeds), budget=s.budget)
@@ -163,7 +163,7 @@ class OrgAnswers(RetrievalAnswers):
         """A context pack drawn from the repositories searched (every one held, or
         those ``repos`` names) within one ``budget``: a section per repository."""
         page = self._search_across(q, repos, seeds, CANDIDATES_TOKENS, None, note=False)
-        asked = sections_asked(q, merged_hits([page], seeds), budget)
+        asked = sections_asked(merged_hits([page], seeds), budget)
         sections = self.context_sections(q, asked).sections
         return context_answer(
             q, [page], sections, budget, partitions=self.model.serves, partial=False

@@ -11,12 +11,12 @@ breaks ties, as in one repository.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import asdict
 
 from query.graph_search_schemas import (
     ChannelStatsOut,
     GraphCorpusOut,
     GraphCorpusQuestion,
-    GraphHitOut,
     OrgChannelOut,
     OrgGraphHitOut,
     OrgGraphSearchPage,
@@ -99,10 +99,10 @@ class OrgGraphSearchAnswers(RetrievalAnswers):
         question = GraphCorpusQuestion(
             q=q, repos=repos, channels=channels, prefix=prefix, glob=glob, depth=offset + limit
         )
-        question.corpus = self.graph_statistics(question)
+        corpus = self.graph_statistics(question)
         answer = graph_answer(
             q,
-            [self.graph_candidates(question)],
+            [self.graph_candidates(question.model_copy(update={"corpus": corpus}))],
             offset=offset,
             limit=limit,
             partitions=self.model.serves,
@@ -153,13 +153,7 @@ class OrgGraphSearchAnswers(RetrievalAnswers):
                 offset=0,
                 limit=question.depth,
                 items=sorted(
-                    (
-                        OrgGraphHitOut(
-                            repo=r, **GraphHitOut.model_validate(h, from_attributes=True).__dict__
-                        )
-                        for r in pages
-                        for h in pages[r][i].hits
-                    ),
+                    (OrgGraphHitOut(repo=r, **asdict(h)) for r in pages for h in pages[r][i].hits),
                     key=_graph_order,
                 )[: question.depth],
             )
