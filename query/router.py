@@ -14,7 +14,9 @@ shard's partitions (`query.shard`), and nothing else:
 - ``/search`` (every repository) ranks across shards in the three passes of
   `query.org_search` (each shard's statistics, summed; each shard's best score under
   them, the greatest kept; each shard's ranking with the whole corpus), so that the
-  merged ranking is the one a single replica holding everything would give;
+  merged ranking is the one a single replica holding everything would give (`across`);
+- ``/context``, ``/session-start`` and ``/graph-search`` (every repository) are merged
+  from each shard's candidates on one scale the same way (query/router_org.py);
 - ``/health`` says, per shard, which replicas are ready; the router is ready when every
   shard has a ready replica;
 - ``/mcp`` serves the query service's MCP tools, each call made as its route's request
