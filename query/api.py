@@ -27,6 +27,7 @@ from query.impact_api import create_impact_routes
 from query.metrics import METRICS_PATH, QueryTimer, exposition, service_registry
 from query.navigation_api import create_navigation_routes
 from query.neighborhood_api import create_neighborhood_routes
+from query.org_api import create_org_routes
 from query.read_model import ReadModel
 from query.request_limits import RequestLimits, add_inner, add_outer
 from query.retrieval_api import create_retrieval_routes
@@ -236,6 +237,7 @@ def create_api(
     api.include_router(create_neighborhood_routes(service))
     api.include_router(create_retrieval_routes(service))
     api.include_router(create_graph_search_routes(service))
+    api.include_router(create_org_routes(service))
     api.include_router(create_navigation_routes(service))
     api.include_router(create_impact_routes(service))
     api.include_router(create_churn_routes(service))

@@ -82,7 +82,7 @@ def readable(op: Operation, answer: Any) -> list[ContentBlock]:
     """What the agent reads of an answer: its JSON; a context pack's text as it is, for
     the agent to read directly (inside JSON, escaped, a 1,500-token pack cost ~2,100),
     then the rest of the answer (confidence, files, freshness) as JSON."""
-    if op.tool == PACK_TOOL and isinstance(answer, dict) and isinstance(answer.get("text"), str):
+    if op.tool in PACK_TOOLS and isinstance(answer, dict) and isinstance(answer.get("text"), str):
         rest = {k: v for k, v in answer.items() if k != "text"}
         return [
             TextContent(type="text", text=answer["text"]),
@@ -91,7 +91,7 @@ def readable(op: Operation, answer: Any) -> list[ContentBlock]:
     return [TextContent(type="text", text=json.dumps(answer, ensure_ascii=False))]
 
 
-PACK_TOOL = "context"
+PACK_TOOLS = frozenset({"context", "context_all"})
 
 
 def failure(message: str) -> CallToolResult:

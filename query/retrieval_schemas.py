@@ -146,3 +146,115 @@ class ContextOut(BaseModel):
     read_first: list[str] = Field(description="'path:L10-49 (inbound 12)' per file")
     reasoning: list[str]
     freshness: Freshness
+
+
+class OrgTarget(BaseModel):
+    repo: str
+    target: str = Field(description="a chunk, symbol or file of the repository")
+
+
+class ContextSection(BaseModel):
+    """One repository's pack in an org-wide pack, its text left to the pack's."""
+
+    repo: str
+    tokens: int = Field(description="its text's, never over its budget")
+    budget: int = Field(description="its share of the pack's budget, less its heading")
+    confidence: float
+    targets: list[str]
+    targets_total: int
+    read_first: list[str] = Field(description="'path:L10-49 (inbound 12)' per file")
+    reasoning: list[str]
+    freshness: Freshness
+
+    @classmethod
+    def of(cls, pack: ContextOut) -> ContextSection:
+        return cls.model_validate(pack.model_dump(exclude={"text", "title", "question_truncated"}))
+
+
+class OrgContextOut(BaseModel):
+    """A context pack drawn from several repositories within one budget: a section per
+    repository, each its own pack with its freshness (query/org_context.py)."""
+
+    query: str = Field(description="the question as ranked")
+    question_chars: int
+    question_truncated: bool
+    repositories: int = Field(description="repositories searched for targets")
+    title: str
+    text: str = Field(description="the sections' texts, each under its repository's heading")
+    tokens: int = Field(description="estimated (characters / 4); never over the budget")
+    budget: int
+    confidence: float = Field(description="the best section's")
+    targets: list[OrgTarget] = Field(description="every section's targets, best section first")
+    targets_total: int
+    sections: list[ContextSection] = Field(
+        description="one per repository drawn from, best first (its text is in `text`, "
+        "under its heading): its budget's share (by its targets' scores), its targets and "
+        "files to read first, its freshness"
+    )
+    partitions: str = Field(description="the partitions whose repositories were searched")
+    partial: bool = Field(description="some repositories could not be searched")
+
+
+class PackSection(BaseModel):
+    """One repository's section of an org-wide context pack, as planned: its targets
+    (node or chunk ids with scores in [0, 1]) and its budget."""
+
+    repo: str
+    seeds: list[tuple[str, float]] = Field(max_length=10)
+    budget: int = Field(ge=1, le=100_000)
+
+
+class PackQuestion(BaseModel):
+    q: str = Field(min_length=1, max_length=200_000)
+    sections: list[PackSection] = Field(max_length=10)
+
+
+class PackSections(BaseModel):
+    sections: list[ContextOut]
+
+
+class NeighborhoodCard(BaseModel):
+    """A neighborhood an org-wide session start may name, as its replica knows it."""
+
+    repo: str
+    id: str
+    label: str
+    size: int
+    cohesion: float
+    entry_points: list[str]
+    snapshot_stale: bool
+
+
+class OrgSeedNeighborhood(BaseModel):
+    repo: str
+    id: str
+    label: str
+    size: int
+    cohesion: float
+    entry_points: list[str]
+    score: float = Field(description="the sum of its matched files' search scores")
+    matched: list[OrgSearchHit] = Field(description="its files among the hits, best first")
+    snapshot_stale: bool
+    freshness: Freshness = Field(description="its repository's")
+
+
+class OrgSessionStart(BaseModel):
+    query: str = Field(description="the message as ranked")
+    question_chars: int
+    question_truncated: bool
+    repositories: int = Field(description="repositories searched")
+    total: int = Field(description="neighborhoods (of two files or more) the hits fell in")
+    neighborhoods: list[OrgSeedNeighborhood] = Field(
+        description="the best, at most `top`, across repositories: the org-wide search's "
+        "`hits` best files grouped by their repository's neighborhoods"
+    )
+    partitions: str
+    partial: bool
+
+
+class SessionCandidates(BaseModel):
+    """A replica's part of an org-wide session start: its best files on the corpus's
+    scale, and the neighborhoods they fall in."""
+
+    page: OrgSearchPage
+    cards: list[NeighborhoodCard]

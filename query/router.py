@@ -14,7 +14,9 @@ shard's partitions (`query.shard`), and nothing else:
 - ``/search`` (every repository) ranks across shards in the three passes of
   `query.org_search` (each shard's statistics, summed; each shard's best score under
   them, the greatest kept; each shard's ranking with the whole corpus), so that the
-  merged ranking is the one a single replica holding everything would give;
+  merged ranking is the one a single replica holding everything would give (`across`);
+- ``/context``, ``/session-start`` and ``/graph-search`` (every repository) are merged
+  from each shard's candidates on one scale the same way (query/router_org.py);
 - ``/health`` says, per shard, which replicas are ready; the router is ready when every
   shard has a ready replica;
 - ``/mcp`` serves the query service's MCP tools, each call made as its route's request
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
@@ -45,8 +47,9 @@ from query.host_check import HostCheck, HostRule
 from query.materializer import partition_of
 from query.org_search import Corpus
 from query.request_limits import RequestLimits, add_inner, add_outer
-from query.retrieval_schemas import CorpusOut, OrgSearchHit
+from query.retrieval_schemas import CorpusOut, OrgSearchPage
 from query.router_mcp import mount_router_mcp
+from query.service.org_answers import merged_hits
 from query.service.repositories import RepositoryOrder, repository_key
 from query.service.retrieval import corpus_in, corpus_out, within_tokens
 from query.shard import Shard, parse_partitions, parse_shard
@@ -151,6 +154,35 @@ class Router:
                 got.append((shard, answer))
         return got, missing
 
+    async def across(
+        self, last: str, body: Mapping[str, Any], headers: Mapping[str, str]
+    ) -> tuple[list[tuple[ShardReplicas, Any]], list[str]]:
+        """An org-wide question asked of every shard in the three passes of
+        `query.org_search`: each shard's statistics, summed; each shard's best score
+        under them, the greatest kept; then ``last`` (``/shard/search``, or another
+        answer's candidates) of each shard with the whole corpus. The last pass's
+        answers, and the shards missing from any pass (sorted)."""
+        got, missing = await self.each(
+            lambda s: self.json_of(
+                s, "POST", "/shard/search/statistics", json=body, headers=headers
+            )
+        )
+        parts = [corpus_in(CorpusOut.model_validate(c)) for _, c in got]
+        corpus = corpus_out(Corpus.merged(parts)).model_dump(mode="json")
+        # Only the shards whose figures are in the corpus go on: one that missed the
+        # first pass and answered a later one would be on another scale.
+        asked = {**body, "corpus": corpus}
+        tops, lost = await self.each(
+            lambda s: self.json_of(s, "POST", "/shard/search/top", json=asked, headers=headers),
+            [s for s, _ in got],
+        )
+        corpus["top"] = max((c["top"] for _, c in tops if c["top"] is not None), default=0.0)
+        answers, gone = await self.each(
+            lambda s: self.json_of(s, "POST", last, json=asked, headers=headers),
+            [s for s, _ in tops],
+        )
+        return answers, sorted(set(missing) | set(lost) | set(gone))
+
     async def json_of(self, shard: ShardReplicas, method: str, path: str, **request: Any) -> Any:
         answer = await self.send(shard, method, path, **request)
         if answer.status_code in (401, 403):
@@ -235,9 +267,7 @@ def create_router_app(
                 "offset": offset,
                 "limit": limit,
                 "items": items[offset : offset + limit],
-                "shards": [s.shard.describe() for s, _ in got],
-                "missing": missing,
-                "partial": bool(missing),
+                **stamp([s for s, _ in got], missing),
             }
         )
 
@@ -248,53 +278,31 @@ def create_router_app(
         if not q or not 1 <= limit <= 100 or not 100 <= max_tokens <= 50_000:
             return JSONResponse({"detail": "q (non-empty), limit 1-100, max_tokens 100-50000"}, 422)
         body: dict[str, Any] = {"q": q, "repos": repos, "limit": limit, "max_tokens": 50_000}
-        auth = forwarded(request)
-        # Pass 1: every shard's statistics, summed.
-        got, missing = await router.each(
-            lambda s: router.json_of(s, "POST", "/shard/search/statistics", json=body, headers=auth)
-        )
-        parts = [corpus_in(CorpusOut.model_validate(c)) for _, c in got]
-        corpus = corpus_out(Corpus.merged(parts)).model_dump(mode="json")
-        # Pass 2: every shard's best score under them; the greatest. Only the shards
-        # whose figures are in the corpus go on: one that missed the first pass and
-        # answered a later one would be on another scale.
-        tops, lost = await router.each(
-            lambda s: router.json_of(
-                s, "POST", "/shard/search/top", json={**body, "corpus": corpus}, headers=auth
-            ),
-            [s for s, _ in got],
-        )
-        corpus["top"] = max((c["top"] for _, c in tops if c["top"] is not None), default=0.0)
-        # Pass 3: every shard's ranking with the whole corpus; merged.
-        pages, gone = await router.each(
-            lambda s: router.json_of(
-                s, "POST", "/shard/search", json={**body, "corpus": corpus}, headers=auth
-            ),
-            [s for s, _ in tops],
-        )
-        missing = sorted(set(missing) | set(lost) | set(gone))
-        hits = sorted(
-            (h for _, page in pages for h in page["items"]),
-            key=lambda h: (-round(h["score"], 6), h["repo"], h["path"]),
-        )[:limit]
-        items = within_tokens([OrgSearchHit.model_validate(h) for h in hits], max_tokens)
+        answered, missing = await router.across("/shard/search", body, forwarded(request))
+        pages = [OrgSearchPage.model_validate(page) for _, page in answered]
+        hits = merged_hits(pages, limit)
+        items = within_tokens(hits, max_tokens)
         note_repositories(request.scope, (i.repo for i in items))  # for the audit line
-        first = pages[0][1] if pages else {}
+        first = pages[0] if pages else None
         return JSONResponse(
             {
-                "query": first.get("query", q),
+                "query": first.query if first else q,
                 "question_chars": len(q),
-                "question_truncated": first.get("question_truncated", False),
-                "repositories": sum(page["repositories"] for _, page in pages),
-                "ranking": first.get("ranking"),
-                "candidates": sum(page["candidates"] for _, page in pages),
+                "question_truncated": first.question_truncated if first else False,
+                "repositories": sum(page.repositories for page in pages),
+                "ranking": first.ranking.model_dump(mode="json") if first else None,
+                "candidates": sum(page.candidates for page in pages),
                 "truncated": len(items) < len(hits),
                 "items": [i.model_dump(mode="json") for i in items],
-                "shards": [s.shard.describe() for s, _ in pages],
-                "missing": missing,
-                "partial": bool(missing),
+                **stamp([s for s, _ in answered], missing),
             }
         )
+
+    # Org-wide context, session starts and graph searches: query/router_org.py, which
+    # builds on this module (so it is imported here, not above).
+    from query.router_org import create_router_org_routes
+
+    app.include_router(create_router_org_routes(router))
 
     @app.api_route(
         "/repositories/{repo}/{rest:path}", methods=["GET", "POST"], include_in_schema=False
@@ -337,6 +345,16 @@ def create_router_app(
         )
 
     return app
+
+
+def stamp(answered: Sequence[ShardReplicas], missing: Sequence[str]) -> dict[str, Any]:
+    """What every merged answer says of its shards: those that answered, those missing,
+    and whether it is partial (never silently)."""
+    return {
+        "shards": [s.shard.describe() for s in answered],
+        "missing": list(missing),
+        "partial": bool(missing),
+    }
 
 
 class TokenRequired:

@@ -73,6 +73,25 @@ class Hit:
 
 
 @dataclass(frozen=True, slots=True)
+class ChannelStats:
+    """A channel's IDF figures: the files it counted, and how many of them hold each
+    term. Summed over repositories, they are one corpus's (issue 18: an org-wide
+    graph search ranks every repository with the sum, as one index would)."""
+
+    files: int
+    df: Mapping[str, int]
+
+    @classmethod
+    def merged(cls, parts: Iterable[ChannelStats]) -> ChannelStats:
+        files, df = 0, dict[str, int]()
+        for part in parts:
+            files += part.files
+            for term, n in part.df.items():
+                df[term] = df.get(term, 0) + n
+        return cls(files, dict(sorted(df.items())))
+
+
+@dataclass(frozen=True, slots=True)
 class ChannelPage:
     channel: Channel
     total: int
@@ -172,23 +191,16 @@ ITEMS: Mapping[Channel, Callable[[FileRecord, Sequence[str]], Iterable[Item]]] =
 }
 
 
-def search_channel(
+def _scan(
     files: Iterable[FileRecord],
     channel: Channel,
     q: str,
-    *,
-    importance: Mapping[str, float],
-    prefix: str | None = None,
-    glob: str | None = None,
-    offset: int = 0,
-    limit: int = 20,
-) -> ChannelPage:
-    """One channel's page of hits for ``q``, with the true total of the filtered hits.
-
-    IDF counts every file of the repository (filters do not move scores): idf =
-    ln(1 + n / df), n the repository's files, df those whose channel contains the term.
-    The item builders skip what no term is in, so only matches cost an allocation.
-    """
+    prefix: str | None,
+    glob: str | None,
+) -> tuple[list[tuple[Item, dict[str, MatchKind]]], ChannelStats]:
+    """The channel's items matching ``q`` within the filters, and its figures over every
+    file (filters do not move scores). The item builders skip what no term is in, so
+    only matches cost an allocation."""
     terms = terms_of(q)
     found: list[tuple[Item, dict[str, MatchKind]]] = []
     df = dict.fromkeys(terms, 0)
@@ -211,7 +223,39 @@ def search_channel(
                 found.append((item, kinds))
         for t in seen:
             df[t] += 1
-    idf = {t: math.log(1 + n / df[t]) if df[t] else 0.0 for t in terms}
+    return found, ChannelStats(n, df)
+
+
+def channel_statistics(files: Iterable[FileRecord], channel: Channel, q: str) -> ChannelStats:
+    """The channel's IDF figures for ``q`` over ``files``: a repository's share of an
+    org-wide graph search's corpus."""
+    return _scan(files, channel, q, None, None)[1]
+
+
+def search_channel(
+    files: Iterable[FileRecord],
+    channel: Channel,
+    q: str,
+    *,
+    importance: Mapping[str, float],
+    prefix: str | None = None,
+    glob: str | None = None,
+    offset: int = 0,
+    limit: int = 20,
+    stats: ChannelStats | None = None,
+) -> ChannelPage:
+    """One channel's page of hits for ``q``, with the true total of the filtered hits.
+
+    IDF counts every file of the repository (filters do not move scores): idf =
+    ln(1 + n / df), n the repository's files, df those whose channel contains the term;
+    ``stats``: the figures of a whole corpus instead (several repositories').
+    """
+    found, own = _scan(files, channel, q, prefix, glob)
+    figures = own if stats is None else stats
+    idf = {
+        t: math.log(1 + figures.files / df) if (df := figures.df.get(t, 0)) else 0.0
+        for t in terms_of(q)
+    }
     hits = [hit(item, kinds, idf, importance) for item, kinds in found]
     # Only the page's prefix is ordered: a broad query matches tens of thousands.
     best = heapq.nsmallest(
@@ -251,8 +295,10 @@ def graph_search(
     glob: str | None = None,
     offset: int = 0,
     limit: int = 20,
+    stats: Mapping[Channel, ChannelStats] | None = None,
 ) -> tuple[ChannelPage, ...]:
-    """Each asked channel's page, in the order asked (one pass over the files each)."""
+    """Each asked channel's page, in the order asked (one pass over the files each);
+    ``stats``: each channel's figures of a whole corpus (`search_channel`)."""
     records = list(files)
     return tuple(
         search_channel(
@@ -264,6 +310,7 @@ def graph_search(
             glob=glob,
             offset=offset,
             limit=limit,
+            stats=stats.get(c) if stats is not None else None,
         )
         for c in channels
     )

@@ -22,6 +22,8 @@ from query.service.graph_search import GraphSearchAnswers
 from query.service.impact import ImpactAnswers
 from query.service.navigation import NavigationAnswers
 from query.service.neighborhoods import NeighborhoodAnswers
+from query.service.org_answers import OrgAnswers
+from query.service.org_graph_search import OrgGraphSearchAnswers
 from query.service.repositories import RepositoryAnswers
 from query.service.retrieval import RetrievalAnswers
 
@@ -37,6 +39,8 @@ __all__ = [
 
 class QueryService(
     RepositoryAnswers,
+    OrgAnswers,
+    OrgGraphSearchAnswers,
     RetrievalAnswers,
     GraphSearchAnswers,
     NavigationAnswers,

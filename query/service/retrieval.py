@@ -207,16 +207,19 @@ class RetrievalAnswers(ServiceBase):
             neighborhood_label=self._labels(view).get(place.neighborhood) if place else None,
         )
 
-    def _members(self, repos: str | None) -> list[Member]:
+    def _chosen(self, repos: str | None) -> list[tuple[str, RepoView]]:
         """The repositories a question names (a comma list of ids, names, substrings or
-        globs; all held when None), by id."""
+        globs; all held when None), by id: only those the request may read."""
         patterns = [p.strip() for p in (repos or "").split(",") if p.strip()]
         held = self.held()
         return [
-            Member(r, held[r].retrieval, self._importance(held[r]))
+            (r, held[r])
             for r in sorted(held)
             if not patterns or any(name_matches(p, r, held[r]) for p in patterns)
         ]
+
+    def _members(self, repos: str | None) -> list[Member]:
+        return [Member(r, v.retrieval, self._importance(v)) for r, v in self._chosen(repos)]
 
     def search_statistics(self, q: str, repos: str | None = None) -> CorpusOut:
         """This replica's share of an org-wide question's figures (a router's first pass)."""
@@ -255,7 +258,11 @@ class RetrievalAnswers(ServiceBase):
         limit: int,
         max_tokens: int,
         corpus: CorpusOut | None,
+        *,
+        note: bool = True,
     ) -> OrgSearchPage:
+        """The org-wide search page; ``note``: its hits' repositories are the answer's
+        (the audit line's), not only the candidates of another answer."""
         read = question_read(q)
         members = self._members(repos)
         ranked, candidates = rank_across(
@@ -275,7 +282,8 @@ class RetrievalAnswers(ServiceBase):
             for h in ranked
         ]
         items = within_tokens(hits, max_tokens)
-        touched(sorted({hit.repo for hit in items}))  # the audit line's repositories
+        if note:
+            touched(sorted({hit.repo for hit in items}))  # the audit line's repositories
         return OrgSearchPage(
             query=read,
             question_chars=len(q),

@@ -105,7 +105,27 @@ def routes() -> list[tuple[str, str, dict[str, Any]]]:
             path = re.sub(r"\{(\w+)(:path)?\}", lambda m: FILLED[m.group(1)], template)
             found.append((method.upper(), path, params))
     found += [("GET", "/metrics", {}), ("GET", "/dashboard/data/payments-api", {})]
-    return found
+    return found + SHARD_ROUTES
+
+
+SHARD_ROUTES: list[tuple[str, str, dict[str, Any]]] = [
+    ("POST", "/shard/search/statistics", {"q": "resolve redirects"}),
+    ("POST", "/shard/search/top", {"q": "resolve redirects"}),
+    ("POST", "/shard/search", {"q": "resolve redirects"}),
+    ("POST", "/shard/session-start", {"q": "resolve redirects"}),
+    (
+        "POST",
+        "/shard/context",
+        {
+            "q": "resolve redirects",
+            "sections": [{"repo": PAYMENTS[0], "seeds": [["file:app/sessions.py", 1.0]]}],
+        },
+    ),
+    ("POST", "/shard/graph-search/statistics", {"q": "session"}),
+    ("POST", "/shard/graph-search", {"q": "session"}),
+]
+"""A router's protocol (query/router.py): not in the API document, asked of a token all
+the same (query/auth/routes.py: every path not named asks ``read``)."""
 
 
 def ask(
@@ -255,6 +275,20 @@ def test_listings_totals_and_org_search_hold_only_the_token_s_repositories(
     assert searched["repositories"] == 1
     assert {h["repo"] for h in searched["items"]} == {SHARED}
     assert get("/search", "ops", q="resolve redirects session", limit=50)["repositories"] == 3
+    # The org-wide context, session start and graph search alike (issue 18).
+    question = "resolve redirects session"
+    context = get("/context", "shared", q=question, budget=4000, seeds=6)
+    assert context["repositories"] == 1 and context["sections"]
+    assert {s["repo"] for s in context["sections"]} == {t["repo"] for t in context["targets"]}
+    assert {s["repo"] for s in context["sections"]} == {SHARED}
+    graph = get("/graph-search", "shared", q="session")
+    assert graph["repositories"] == 1 and set(graph["freshness"]) == {SHARED}
+    assert {h["repo"] for c in graph["channels"] for h in c["items"]} == {SHARED}
+    start = get("/session-start", "shared", q=question)
+    assert start["repositories"] == 1
+    assert {n["repo"] for n in start["neighborhoods"]} <= {SHARED}
+    wide = get("/context", "ops", q=question, budget=4000, seeds=6)
+    assert wide["repositories"] == 3 and len(wide["sections"]) > 1
 
 
 def bearer(who: str) -> dict[str, str]:

@@ -1,14 +1,16 @@
 """A sharded query tier as its own processes (issue 18): a broker, a worker, a watcher of
 three repositories, two replicas each serving one of two partitions, a replica serving
 both, and ``gazetteer route`` in front of the two shards (shard 0 listing a dead replica
-first). Through the router, org-wide search answers what the whole replica answers and
-each repository's requests reach its shard; a shard replica SIGKILLed leaves the
+first). Through the router, org-wide search, context packs, session starts and graph
+searches answer what the whole replica answers and each repository's requests reach its
+shard; a shard replica SIGKILLed leaves the
 router's answers partial, saying so, and its repositories 503.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 import socket
 from pathlib import Path
@@ -19,6 +21,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from producers.repo_id import repository_id
 from query.materializer import partition_of
 from tests.e2e.cli import Gazetteer, eventually, get
 from tests.gitrepo import GitRepo
@@ -52,10 +55,36 @@ def through_mcp(url: str, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
     return asyncio.run(go())
 
 
+def scored(page: dict[str, Any]) -> list[tuple[str, str, float]]:
+    return [(h["repo"], h["path"], h["score"]) for h in page["items"]]
+
+
+def unstamped(answer: Any) -> Any:
+    """An org-wide answer without who answered it (the router's shards, a replica's
+    partitions) and without freshness (its ages are each process's clock)."""
+    if isinstance(answer, dict):
+        return {
+            k: unstamped(v)
+            for k, v in answer.items()
+            if k not in ("shards", "missing", "partial", "partitions", "freshness")
+        }
+    if isinstance(answer, list):
+        return [unstamped(v) for v in answer]
+    return answer
+
+
 def test_the_router_answers_for_its_shards_and_says_when_one_is_missing(tmp_path: Path) -> None:
+    # Repositories on both partitions by construction: their ids (producers/repo_id.py:
+    # from the path, without a remote) all on one partition left shard 1/2 empty in
+    # about one run of four.
+    root = next(
+        tmp_path / f"org{i}"
+        for i in itertools.count()
+        if {partition_of(repository_id(tmp_path / f"org{i}" / n, None), 2) for n in NAMES} == {0, 1}
+    )
     repos = [
         GitRepo.create(
-            tmp_path / name,
+            root / name,
             {
                 f"{name}/limits.py": f"def {name}_rate_limit(request):\n    return request\n",
                 f"{name}/core.py": f"class {name.title()}Service:\n    pass\n",
@@ -113,13 +142,36 @@ def test_the_router_answers_for_its_shards_and_says_when_one_is_missing(tmp_path
             )
 
         eventually(shards_fresh, 60, "both shards to hold their repositories")
-        for question in ("rate limit of a request", "PaymentsService", "ledger core"):
+
+        questions = ("rate limit of a request", "PaymentsService", "ledger core")
+
+        def settled() -> bool:
+            # Fresh is not yet settled: importance (in the scores) comes with each
+            # replica's neighborhoods, which a later recluster may still move.
+            return all(
+                scored(get(routed, "/search", q=q)) == scored(get(urls["whole"], "/search", q=q))
+                for q in questions
+            )
+
+        eventually(settled, 60, "the shards and the whole replica to rank alike")
+        for question in questions:
             through = get(routed, "/search", q=question)
             assert through["items"] and through["partial"] is False
             assert [(h["repo"], h["path"], h["score"]) for h in through["items"]] == [
                 (h["repo"], h["path"], h["score"])
                 for h in get(urls["whole"], "/search", q=question)["items"]
             ]
+        # The org-wide pack, session start and graph search: the whole replica's too.
+        org = {"/context": {"seeds": 6}, "/session-start": {}, "/graph-search": {"limit": 5}}
+        for path, params in org.items():
+            for question in ("rate limit of a request", "rate_limit"):
+                through = get(routed, path, q=question, **params)
+                assert through["partial"] is False and through["missing"] == [], path
+                assert unstamped(through) == unstamped(
+                    get(urls["whole"], path, q=question, **params)
+                )
+        packed = get(routed, "/context", q="rate limit of a request", seeds=6)
+        assert len({s["repo"] for s in packed["sections"]}) > 1, "a pack of one repository"
         for rid in rids:
             files = get(routed, f"/repositories/{rid}/files")
             assert sorted(f["path"] for f in files["items"]) == sorted(
@@ -146,6 +198,9 @@ def test_the_router_answers_for_its_shards_and_says_when_one_is_missing(tmp_path
         assert page["partial"] is True and page["missing"] == ["1/2"]
         assert sorted(i["repo"] for i in page["items"]) == [r for r in rids if r not in on_one]
         assert get(routed, "/search", q="rate limit")["partial"] is True
+        packed = get(routed, "/context", q="rate limit of a request", seeds=6)
+        assert packed["partial"] is True and packed["missing"] == ["1/2"]
+        assert {s["repo"] for s in packed["sections"]} <= set(rids) - set(on_one)
         for rid in on_one:
             answer = httpx.get(f"{routed}/repositories/{rid}/files", timeout=30)
             assert answer.status_code == 503 and "no replica of shard 1/2" in answer.text

@@ -3,9 +3,11 @@
 Four repositories indexed by one worker; a replica of every partition holds them all,
 and two shard replicas each hold the repositories of their partitions. Through a router
 in front of the two shards: a repository's answers are its shard's and the whole
-replica's; an org-wide search is the whole replica's, hit for hit and score for score;
-the MCP tools answer as the routes; a shard stopped leaves the answers partial, saying
-which shard is missing, and they are whole again once its replica is back on its port.
+replica's; an org-wide search is the whole replica's, hit for hit and score for score,
+and so are the org-wide context pack (drawn from repositories of both shards within its
+budget), session start and graph search; the MCP tools answer as the routes; a shard
+stopped leaves the answers partial, saying which shard is missing, and they are whole
+again once its replica is back on its port.
 """
 
 from __future__ import annotations
@@ -35,6 +37,12 @@ pytestmark = pytest.mark.integration
 
 PARTITIONS = 4  # tests.integration.stack.stack_settings
 QUESTIONS = ("parse the settings", "own name", "helper")
+ORG_ANSWERS = {  # the org-wide answers but search, and their parameters
+    "/context": {"budget": 2000, "seeds": 6},
+    "/session-start": {"hits": 40},
+    "/graph-search": {"limit": 5},
+}
+STAMPS = ("shards", "missing", "partial", "partitions")
 
 
 @asynccontextmanager
@@ -108,13 +116,20 @@ async def test_the_router_answers_as_one_replica_and_says_when_a_shard_is_missin
                     streamable_http_client("http://router/mcp", http_client=router)
                 ) as mcp:
                     found = await mcp.call_tool("search_all", {"q": QUESTIONS[0]})
+                    packed = await mcp.call_tool("context_all", {"q": "own name", "seeds": 6})
                     listed = await mcp.call_tool("files", {"repo": rids[0], "limit": 100})
                 assert found.structured_content is not None
                 assert hits(found.structured_content) == hits(
                     await whole.get("/search", q=QUESTIONS[0])
                 )
-                assert listed.structured_content == await get(
-                    router, f"/repositories/{rids[0]}/files", limit=100
+                # Freshness aside: a status may move between two requests (seen on
+                # Kafka: 'updating' in the tool's answer, 'fresh' in the route's after).
+                assert timeless(listed.structured_content) == timeless(
+                    await get(router, f"/repositories/{rids[0]}/files", limit=100)
+                )
+                assert packed.structured_content is not None
+                assert timeless(packed.structured_content) == timeless(
+                    await get(router, "/context", q="own name", seeds=6)
                 )
 
                 await replicas["b"].stop("query")  # shard b: no replica left
@@ -124,6 +139,13 @@ async def test_the_router_answers_as_one_replica_and_says_when_a_shard_is_missin
                 searched = await get(router, "/search", q=QUESTIONS[0])
                 assert searched["partial"] is True
                 assert {h["repo"] for h in searched["items"]} <= owned["a"]
+                packed = await get(router, "/context", q="own name", seeds=6)
+                assert (packed["partial"], packed["missing"]) == (
+                    True,
+                    [shards[1].shard.describe()],
+                )
+                assert packed["sections"] and {s["repo"] for s in packed["sections"]} <= owned["a"]
+                assert packed["repositories"] == 2
                 for rid in owned["b"]:
                     gone = await router.get(f"/repositories/{rid}/files")
                     assert gone.status_code == 503 and "no replica of shard" in gone.text
@@ -158,3 +180,18 @@ async def _answers_as_the_whole_replica(
         searched = await get(router, "/search", q=question)
         assert searched["partial"] is False
         assert hits(searched) == hits(await whole.get("/search", q=question))
+        for path, params in ORG_ANSWERS.items():
+            through = await get(router, path, q=question, **params)
+            assert (through["partial"], through["missing"]) == (False, []), path
+            alone = await whole.get(path, q=question, **params)
+            assert _unstamped(through) == _unstamped(alone), (path, question)
+    packed = await get(router, "/context", q="own name", budget=2000, seeds=6)
+    drawn = {s["repo"] for s in packed["sections"]}
+    assert drawn & owned["a"] and drawn & owned["b"], "the pack should span both shards"
+    assert packed["tokens"] <= 2000 and all(s["freshness"] for s in packed["sections"])
+
+
+def _unstamped(answer: dict[str, Any]) -> object:
+    """An org-wide answer without what says who answered it (the router's shards, a
+    replica's partitions) and without freshness (its ages are each replica's clock)."""
+    return timeless({k: v for k, v in answer.items() if k not in STAMPS})

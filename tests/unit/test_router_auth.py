@@ -60,7 +60,8 @@ def routed(app: FastAPI | None = None) -> httpx.AsyncClient:
 
 async def test_no_or_a_wrong_token_is_refused_at_the_router_or_by_the_replicas() -> None:
     async with routed() as client:
-        for path in ("/repositories", "/search?q=rate", "/repositories/billing/files"):
+        org = ("/context?q=rate", "/session-start?q=rate", "/graph-search?q=rate")
+        for path in ("/repositories", "/search?q=rate", *org, "/repositories/billing/files"):
             none = await client.get(path)
             assert none.status_code == 401
             assert none.headers["www-authenticate"] == 'Bearer realm="gazetteer"'
@@ -79,6 +80,13 @@ async def test_merged_answers_hold_only_the_token_s_repositories() -> None:
         found = (await client.get("/search", params={"q": "rate limit"}, headers=headers)).json()
         assert found["repositories"] == 2 and found["partial"] is False
         assert {h["repo"] for h in found["items"]} <= {"billing", "docs"}
+        question = {"q": "rate limit request invoice", "budget": 3000, "seeds": 6}
+        pack = (await client.get("/context", params=question, headers=headers)).json()
+        assert pack["repositories"] == 2 and pack["partial"] is False
+        assert {s["repo"] for s in pack["sections"]} == {"billing", "docs"}
+        graph = (await client.get("/graph-search", params={"q": "limit"}, headers=headers)).json()
+        assert graph["repositories"] == 2 and graph["partial"] is False
+        assert {h["repo"] for c in graph["channels"] for h in c["items"]} <= {"billing", "docs"}
         hidden = await client.get("/repositories/gateway", headers=headers)
         missing = await client.get("/repositories/gatewax", headers=headers)
         assert hidden.status_code == missing.status_code == 404

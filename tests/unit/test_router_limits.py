@@ -56,3 +56,17 @@ async def test_the_router_refuses_before_asking_a_shard() -> None:
     assert second.headers["retry-after"] == "1"
     # Only the request admitted reached the shard: its replica a1 (down), then a2.
     assert asked == ["/repositories/billing", "/repositories/billing"]
+
+
+async def test_the_router_audits_an_org_pack_with_the_repositories_it_drew_from() -> None:
+    params = {"q": "rate limit request invoice", "budget": 3000, "seeds": 6}
+    async with httpx.AsyncClient(mounts=shard_apps()) as backend:
+        async with router_client(backend, RequestLimits()) as routed:
+            with capture_logs() as logs:
+                pack = await routed.get("/context", params=params)
+    drawn = [s["repo"] for s in pack.json()["sections"]]
+    assert len(drawn) >= 2, "a pack of one repository would show no fan-out"
+    lines = [e for e in logs if e["event"] == "request_handled"]
+    assert [(e["route"], e["repositories"], e["status"]) for e in lines] == [
+        ("/context", sorted(drawn), 200)
+    ]
