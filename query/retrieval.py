@@ -177,7 +177,7 @@ class RepoRetrieval:
             sources=self.sources,
             recent=recent,
             proximity=proximity,
-            literals=self.literals.matches(question_read(question)),
+            evidence=self.literals.signals(question_read(question)),
         )
 
 

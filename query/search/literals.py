@@ -20,6 +20,11 @@ yield a stray piece; it matches only if the question has its words in order).
 consecutively in the question's words and scores each file: every piece it holds adds
 its length's weight (2 words 1/3, 3 words 2/3, 4 or more 1) over the number of files
 holding it (a message printed in one place says more than one in ten), capped at 1.
+`signals` gives three signals, the same score over three parts of the question:
+``literal`` (all of it), ``literal_quoted`` (what it quotes: code blocks, inline code,
+double-quoted runs, and the lines that read as an error) and ``literal_error`` (those
+error lines only): a pasted session of the program also quotes its furniture (pytest's
+"short test summary info"), which the error lines mostly leave out.
 Pure.
 """
 
@@ -45,6 +50,14 @@ _PLACEHOLDER = re.compile(
     r"|\\."  # an escape
 )
 _WORD = re.compile(r"[a-z0-9]+")
+_FENCE = re.compile(r"```[\s\S]*?```")
+_INLINE = re.compile(r"`[^`\n]+`|\"[^\"\n]+\"")
+_ERROR_LINE = re.compile(
+    r"error|exception|panic|warning|fatal|invalid|cannot|can't|unable|unexpected|"
+    r"unsupported|not supported|not allowed|failed to|could not|couldn't|traceback",
+    re.IGNORECASE,
+)
+SIGNALS = ("literal", "literal_quoted", "literal_error")
 
 
 def words(text: str) -> list[str]:
@@ -67,6 +80,19 @@ def fragments(source: str) -> list[str]:
             if len(kept) >= MIN_WORDS and len(joined) >= MIN_CHARS:
                 found.setdefault(joined, None)
     return list(found)
+
+
+def error_lines(question: str) -> str:
+    """The lines of ``question`` that read as an error, a warning or a panic."""
+    return "\n".join(line for line in question.splitlines() if _ERROR_LINE.search(line))
+
+
+def quoted(question: str) -> str:
+    """What ``question`` quotes: its fenced code blocks, its inline code and
+    double-quoted runs (outside the blocks), and its error lines (`error_lines`)."""
+    blocks = _FENCE.findall(question)
+    rest = _FENCE.sub("\n", question)
+    return "\n".join([*blocks, *_INLINE.findall(rest), error_lines(question)])
 
 
 def piece_weight(piece: str) -> float:
@@ -126,6 +152,18 @@ class LiteralIndex:
             for path in holders:
                 scores[path] = scores.get(path, 0.0) + share
         return {path: round(min(1.0, score), 6) for path, score in sorted(scores.items())}
+
+    def signals(self, question: str) -> dict[str, dict[str, float]]:
+        """Each file's `SIGNALS` that are not 0 (`matches` of the three parts)."""
+        found: dict[str, dict[str, float]] = {}
+        if not self._of_path:
+            return found
+        for name, part in zip(
+            SIGNALS, (question, quoted(question), error_lines(question)), strict=True
+        ):
+            for path, score in self.matches(part).items():
+                found.setdefault(path, {})[name] = score
+        return found
 
 
 def _head(piece: str) -> str:

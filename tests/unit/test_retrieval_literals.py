@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from processors.indexer import RepoIndex
 from query.retrieval import RepoRetrieval
-from query.search.literals import LiteralIndex, fragments, of_texts, piece_weight, words
+from query.search.literals import (
+    LiteralIndex,
+    error_lines,
+    fragments,
+    of_texts,
+    piece_weight,
+    quoted,
+    words,
+)
 from tests.factories import Stamp
 
 PYTHON = '''
@@ -88,10 +96,56 @@ def test_the_read_model_keeps_the_literals_of_source_files_and_the_ranking_reads
         assert delta is not None
         found.apply(delta)
     ranked = {r.path: r for r in found.search("Invalid header value for a value", limit=5)}
-    assert ranked["app/headers.py"].signals["literal"] == 0.666667
+    own = ranked["app/headers.py"].signals  # "invalid": an error line, quoted as such
+    assert own["literal"] == own["literal_quoted"] == own["literal_error"] == 0.666667
     assert "literal" not in ranked["docs/errors.md"].signals  # documents are not source
     assert "literal" not in ranked["app/other.py"].signals
     delta = index.handle(stamp.deleted("app/headers.py"), now=1.0)
     assert delta is not None
     found.apply(delta)
     assert found.literals.matches("invalid header value") == {}
+
+
+QUESTION = """The run stops with `Invalid header value` and prints "retrying the request".
+```
+$ app --check
+short test summary info
+```
+ValueError: cannot open the file
+The summary says short test summary info at the end.
+"""
+
+
+def test_what_a_question_quotes_and_its_error_lines() -> None:
+    assert error_lines(QUESTION) == (
+        'The run stops with `Invalid header value` and prints "retrying the request".\n'
+        "ValueError: cannot open the file"
+    )
+    assert quoted(QUESTION) == (
+        "```\n$ app --check\nshort test summary info\n```\n"
+        '`Invalid header value`\n"retrying the request"\n' + error_lines(QUESTION)
+    )
+
+
+def test_three_signals_over_three_parts_of_the_question() -> None:
+    index = LiteralIndex()
+    index.put("src/header.py", ["invalid header value"])
+    index.put("src/terminal.py", ["short test summary info"])
+    index.put("src/files.go", ["cannot open the file"])
+    index.put("src/retry.go", ["retrying the request"])
+    assert index.signals(QUESTION) == {
+        "src/files.go": {"literal": 1.0, "literal_quoted": 1.0, "literal_error": 1.0},
+        "src/header.py": {
+            "literal": 0.666667,
+            "literal_quoted": 0.666667,
+            "literal_error": 0.666667,
+        },
+        "src/retry.go": {
+            "literal": 0.666667,
+            "literal_quoted": 0.666667,
+            "literal_error": 0.666667,
+        },
+        "src/terminal.py": {"literal": 1.0, "literal_quoted": 1.0},
+    }
+    assert index.signals("short test summary info") == {"src/terminal.py": {"literal": 1.0}}
+    assert LiteralIndex().signals(QUESTION) == {}
