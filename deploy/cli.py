@@ -201,6 +201,31 @@ def _eval_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
         help="a dataset and the *.signals.jsonl `eval localize` wrote for it (repeat)",
     )
     learn.add_argument("--out", type=Path, required=True, help="the weights and scores, JSON")
+    learn.add_argument(
+        "--hold",
+        action="append",
+        metavar="SIGNAL",
+        help="keep this signal's weight at its default, 0 for a new one (repeat)",
+    )
+    learn.add_argument(
+        "--learn-python",
+        action="append",
+        metavar="SIGNAL",
+        help="learn this signal's weight on Python files too, Python's others held (repeat)",
+    )
+    history = tasks.add_parser(
+        "history",
+        help="add the repository's history (past commits -> files) to `eval localize`'s "
+        "signals (deploy/eval_history.py)",
+    )
+    history.add_argument("--dataset", type=Path, required=True, help="instances, JSON lines")
+    history.add_argument(
+        "--mirrors", type=Path, required=True, help="holds <owner>+<name>/repo git directories"
+    )
+    history.add_argument(
+        "--signals", type=Path, required=True, help="the *.signals.jsonl of `eval localize`"
+    )
+    history.add_argument("--out", type=Path, required=True, help="the signals with history")
 
 
 def _ranking_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -1,6 +1,7 @@
 """``gazetteer eval``: measure retrieval on a benchmark (``localize``), score the functions
-it ranked (``functions``), fit the ranking weights on what it measured (``tune``) and learn
-the defaults off Python on every split pooled (``learn``). Its arguments: deploy/cli.py."""
+it ranked (``functions``), add the repository's history to its signals (``history``), fit
+the ranking weights on what it measured (``tune``) and learn the defaults off Python on
+every split pooled (``learn``). Its arguments: deploy/cli.py."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import sys
 
 from deploy.eval_functions import run as run_functions
+from deploy.eval_history import augment
 from deploy.eval_learn import run as run_learn
 from deploy.eval_localize import run as run_localize
 from deploy.eval_tune import run as run_tune
@@ -23,6 +25,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return learn(args)
     if args.task == "functions":
         return functions(args)
+    if args.task == "history":
+        return history(args)
     if not args.dataset.is_file():
         print(f"gazetteer eval localize: no dataset at {args.dataset}", file=sys.stderr)
         return 2
@@ -52,6 +56,19 @@ def functions(args: argparse.Namespace) -> int:
     return 0
 
 
+def history(args: argparse.Namespace) -> int:
+    for given in (args.dataset, args.signals):
+        if not given.is_file():
+            print(f"gazetteer eval history: no file {given}", file=sys.stderr)
+            return 2
+    if not args.mirrors.is_dir():
+        print(f"gazetteer eval history: no directory {args.mirrors}", file=sys.stderr)
+        return 2
+    done = augment(args.dataset, args.signals, args.mirrors, args.out)
+    print(f"{done} instances with history; signals in {args.out}")
+    return 0 if done else 1
+
+
 def tune(args: argparse.Namespace) -> int:
     for given in (args.dataset, args.signals):
         if not given.is_file():
@@ -74,7 +91,9 @@ def learn(args: argparse.Namespace) -> int:
             print(f"gazetteer eval learn: no file {given}", file=sys.stderr)
             return 2
     try:
-        found = run_learn(pairs, args.out)
+        found = run_learn(
+            pairs, args.out, hold=args.hold or (), python_names=args.learn_python or ()
+        )
     except ValueError as exc:
         print(f"gazetteer eval learn: {exc}", file=sys.stderr)
         return 2

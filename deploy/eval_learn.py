@@ -24,11 +24,12 @@ import numpy.typing as npt
 
 from deploy.eval_tune import read_cases
 from query.search.family_tuning import (
+    LEARNED,
     METRICS,
     CaseMatrix,
     case_metrics,
     cross_validate,
-    learn,
+    learn_pair,
     matrix,
 )
 from query.search.ranking import RankWeights
@@ -56,29 +57,59 @@ def read_split(dataset: Path, signals: Path) -> list[Labeled]:
 
 
 def report(
-    pairs: Sequence[tuple[Path, Path]], *, grid: Sequence[float] = GRID, max_passes: int = 5
+    pairs: Sequence[tuple[Path, Path]],
+    *,
+    grid: Sequence[float] = GRID,
+    max_passes: int = 5,
+    hold: Sequence[str] = (),
+    python_names: Sequence[str] = (),
 ) -> dict[str, Any]:
+    """``hold``: signals whose weights stay at their defaults (a run without a lever);
+    ``python_names``: those of Python's weights learned too (a new signal's), the rest
+    of Python's held."""
+    unknown = sorted(set(hold) - set(LEARNED)) + sorted(set(python_names) - set(LEARNED))
+    if unknown:
+        raise ValueError(f"not learned signals {unknown}; learned: {list(LEARNED)}")
+    names = tuple(n for n in LEARNED if n not in hold)
     labeled = [one for dataset, signals in pairs for one in read_split(dataset, signals)]
     cases = [one.case for one in labeled]
     python = start = RankWeights()
-    learned = learn(cases, python, start, grid=grid, max_passes=max_passes)
-    held_out, folds = cross_validate(cases, python, start, grid=grid, max_passes=max_passes)
+    options: dict[str, Any] = {
+        "grid": grid,
+        "names": names,
+        "python_names": tuple(python_names),
+        "max_passes": max_passes,
+    }
+    python_learned, learned = learn_pair(cases, python, start, **options)
+    held_out, folds = cross_validate(cases, python, start, **options)
     return {
         "off_python": learned.as_dict(),
-        "python": python.as_dict(),
+        "python": python_learned.as_dict(),
         "source": f"learned on {len(cases)} instances of {len(folds)} repositories, "
-        f"pooled: {', '.join(sorted({one.split for one in labeled}))}",
+        f"pooled: {', '.join(sorted({one.split for one in labeled}))}; held: "
+        f"{sorted(hold)}; Python's learned: {sorted(python_names)}",
         "scores": {
             "before": _table(labeled, [case_metrics(c, python, start) for c in cases]),
-            "learned_in_sample": _table(labeled, [case_metrics(c, python, learned) for c in cases]),
+            "learned_in_sample": _table(
+                labeled, [case_metrics(c, python_learned, learned) for c in cases]
+            ),
             "learned_cross_validated": _table(labeled, held_out),
         },
-        "folds": {group: w.as_dict() for group, w in folds.items()},
+        "folds": {
+            group: {"python": p.as_dict(), "off_python": w.as_dict()}
+            for group, (p, w) in folds.items()
+        },
     }
 
 
-def run(pairs: Sequence[tuple[Path, Path]], out: Path) -> dict[str, Any]:
-    found = report(pairs)
+def run(
+    pairs: Sequence[tuple[Path, Path]],
+    out: Path,
+    *,
+    hold: Sequence[str] = (),
+    python_names: Sequence[str] = (),
+) -> dict[str, Any]:
+    found = report(pairs, hold=hold, python_names=python_names)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(found, indent=1) + "\n")
     return found

@@ -23,7 +23,15 @@ from query.dense import DenseIndex
 from query.search.adjacency import Adjacency
 from query.search.chunk_texts import RECENT_FILES, ChunkTexts
 from query.search.context_pack import ContextPack, build_pack
-from query.search.ranking import Proximity, RankedFile, RankWeights, is_source, rank
+from query.search.literals import LiteralIndex, fragments
+from query.search.ranking import (
+    Proximity,
+    RankedFile,
+    RankWeights,
+    is_source,
+    question_read,
+    rank,
+)
 from query.search.sparse import SparseIndex
 from stores.deltas import GraphDelta
 from stores.records import ChunkRecord, FileRecord, trusted
@@ -49,6 +57,8 @@ class RepoRetrieval:
         # a set cost 216 (sympy: 23 k names, 6.3 -> ~1.5 MB)
         self.definers: dict[str, tuple[str, ...]] = {}
         self.sources: set[str] = set()
+        # the message-like string literals of each source file (the ``literal`` signal)
+        self.literals = LiteralIndex()
         # path -> (its chunks' content hashes, the names it defines, its chunk ids)
         self._files: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
         # while `apply` runs: the files whose chunks go to the sparse index at its end
@@ -105,6 +115,8 @@ class RepoRetrieval:
         self.texts.put(record.path, [c.text for c in record.chunks])
         if is_source(record.path, record.language) and record.symbols:
             self.sources.add(record.path)
+        if is_source(record.path, record.language):
+            self.literals.put(record.path, [p for c in record.chunks for p in fragments(c.text)])
         for chunk in kept.chunks:
             self.chunks[chunk.id] = chunk
         for name in names:
@@ -126,6 +138,7 @@ class RepoRetrieval:
         self.sparse.remove_file(path)
         self.texts.drop(path)
         self.sources.discard(path)
+        self.literals.remove(path)
         for chunk_id in held[2]:
             self.chunks.pop(chunk_id, None)
         for name in held[1]:
@@ -164,6 +177,7 @@ class RepoRetrieval:
             sources=self.sources,
             recent=recent,
             proximity=proximity,
+            evidence=self.literals.signals(question_read(question)),
         )
 
 

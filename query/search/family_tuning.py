@@ -109,30 +109,83 @@ def learn(
     )
 
 
+def learn_pair(
+    cases: Sequence[CaseMatrix],
+    python: RankWeights,
+    start: RankWeights,
+    *,
+    grid: Sequence[float] = GRID,
+    names: Sequence[str] = LEARNED,
+    python_names: Sequence[str] = (),
+    max_passes: int = 5,
+) -> tuple[RankWeights, RankWeights]:
+    """Python's weights and the others': the others learned with Python's held, then
+    (with ``python_names``) those of Python's weights learned with the others held, and
+    the others once more. Without ``python_names``: Python's as given, `learn`'s."""
+    other = learn(cases, python, start, grid=grid, names=names, max_passes=max_passes)
+    if not python_names:
+        return python, other
+    held = python
+    python = coordinate_search(
+        lambda trial: _objective_python(cases, trial, other, held),
+        python,
+        grid,
+        python_names,
+        max_passes,
+    )
+    other = learn(cases, python, other, grid=grid, names=names, max_passes=max_passes)
+    return python, other
+
+
 def cross_validate(
     cases: Sequence[CaseMatrix],
     python: RankWeights,
     start: RankWeights,
     *,
     grid: Sequence[float] = GRID,
+    names: Sequence[str] = LEARNED,
+    python_names: Sequence[str] = (),
     max_passes: int = 5,
-) -> tuple[list[npt.NDArray[np.float64]], dict[str, RankWeights]]:
+) -> tuple[list[npt.NDArray[np.float64]], dict[str, tuple[RankWeights, RankWeights]]]:
     """Each case's metrics under weights learned without its group, in case order; and
-    the weights each fold learned."""
-    chosen: dict[str, RankWeights] = {}
+    the weights (Python's, the others') each fold learned."""
+    chosen: dict[str, tuple[RankWeights, RankWeights]] = {}
     for group in sorted({c.group for c in cases}):
         train = [c for c in cases if c.group != group]
-        chosen[group] = learn(train, python, start, grid=grid, max_passes=max_passes)
-    return [case_metrics(c, python, chosen[c.group]) for c in cases], chosen
+        chosen[group] = learn_pair(
+            train,
+            python,
+            start,
+            grid=grid,
+            names=names,
+            python_names=python_names,
+            max_passes=max_passes,
+        )
+    return [case_metrics(c, *chosen[c.group]) for c in cases], chosen
 
 
 def _vector(weights: RankWeights) -> npt.NDArray[np.float64]:
     return np.array([getattr(weights, name) for name in SCORED], dtype=np.float64)
 
 
-def _objective(
+def _objective_python(
     cases: Sequence[CaseMatrix], python: RankWeights, other: RankWeights, start: RankWeights
 ) -> tuple[float, float]:
+    """`_objective` with Python's weights the trial (the tie-break: the smaller move)."""
+    return _objective(cases, python, other, other, python_start=start)
+
+
+def _objective(
+    cases: Sequence[CaseMatrix],
+    python: RankWeights,
+    other: RankWeights,
+    start: RankWeights,
+    *,
+    python_start: RankWeights | None = None,
+) -> tuple[float, float]:
     acc1, _, acc5, acc10, mrr = mean_metrics(cases, python, other)
-    moved = sum(abs(getattr(other, n) - getattr(start, n)) for n in SCORED)
+    if python_start is not None:
+        moved = sum(abs(getattr(python, n) - getattr(python_start, n)) for n in SCORED)
+    else:
+        moved = sum(abs(getattr(other, n) - getattr(start, n)) for n in SCORED)
     return (round(float(acc1 + acc5 + acc10 + mrr), 9), -round(moved, 9))

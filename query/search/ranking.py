@@ -33,7 +33,15 @@ stem (``sessions``). Each file gets signals in [0, 1]:
   benchmark's development splits every weight tried cost Verified's MRR (0.1 on
   ``imports``: 75.9 -> 74.7; 0.1 on ``graph``: 75.9 -> 75.8, and Lite's Acc@3 2.8
   points): the fixed file is far more often the named file itself than a neighbor of
-  it. They are there for `gazetteer eval tune` on a deployment's own history.
+  it. They are there for `gazetteer eval tune` on a deployment's own history;
+- ``literal``, ``literal_quoted``, ``literal_error``: it holds string literals whose
+  fixed words the question (all of it; what it quotes; its error lines) has in order
+  (an error message, a log line: `query.search.literals`), each weighed by its length
+  and by how few files hold it, capped at 1. Computed for the candidates BM25 and the
+  names found (they add none), weight 0 by default (docs/RETRIEVAL_MULTILANG.md);
+- ``history`` and ``fixes``: the repository's past commits whose messages match the
+  question changed it; fixes changed it often (`query.search.history`). Computed by
+  `gazetteer eval history` only (no history reaches the read side): weight 0.
 
 The score is the weighted sum (`RankWeights`, tunable). Without a profile of its own a
 Python file is weighed by `RankWeights()` and any other file by `OFF_PYTHON` (learned on
@@ -99,6 +107,11 @@ class RankWeights:
     dense_rrf: float = 0.3
     imports: float = 0.0
     graph: float = 0.0
+    literal: float = 0.0
+    literal_quoted: float = 0.0
+    literal_error: float = 0.0
+    history: float = 0.0
+    fixes: float = 0.0
 
     @property
     def uses_proximity(self) -> bool:
@@ -213,6 +226,7 @@ def rank(
     hits: list[tuple[str, float, str]] | None = None,
     text_top: float | None = None,
     name_files: Mapping[str, int] | None = None,
+    evidence: Mapping[str, Mapping[str, float]] | None = None,
 ) -> list[RankedFile]:
     """The files best matching ``question`` (its `question_read` part), best first
     (ties by path).
@@ -226,6 +240,8 @@ def rank(
     files scored with the corpus's statistics; ``text_top``, the best of them over
     every repository (what ``text`` is divided by); ``name_files``, how many files of
     every repository define each name (what ``symbol`` is divided by).
+    ``evidence``: signals computed beside the ranking, by file (the ``literal`` ones,
+    `LiteralIndex.signals`), given to the candidates among those files.
     """
     importance = importance or {}
     question = question_read(question)
@@ -287,6 +303,8 @@ def rank(
             signals[path]["source"] = 1.0
         if recent and path in recent:
             signals[path]["session"] = recent[path]
+        if evidence and path in evidence:
+            signals[path].update(evidence[path])
     if proximity is not None:
         _proximity(signals, proximity)
     if weights is not None:
@@ -313,6 +331,11 @@ SCORED = (
     "dense_rrf",
     "imports",
     "graph",
+    "literal",
+    "literal_quoted",
+    "literal_error",
+    "history",
+    "fixes",
 )
 _NOT_SOURCE = re.compile(
     r"(^|/)(docs?|examples?|vendor|vendored|_vendor|third_party|thirdparty|node_modules|"

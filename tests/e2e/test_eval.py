@@ -98,3 +98,81 @@ def test_eval_localize_writes_predictions_and_the_baselines(tmp_path: Path) -> N
     missing = gazetteer("eval", "localize", "--dataset", str(tmp_path / "nope.jsonl"),
                         "--repos", str(tmp_path), "--out", str(out))  # fmt: skip
     assert missing.returncode == 2 and "no dataset" in missing.stderr
+
+
+def test_the_literal_and_history_signals_reach_eval_learn(tmp_path: Path) -> None:
+    """An issue quoting an error message: `localize` gives the file raising it the
+    ``literal`` signals; `history` adds what the commits up to the base commit say;
+    `learn` weighs them, or holds them."""
+    work = tmp_path / "work"
+    (work / "shop").mkdir(parents=True)
+
+    def git(*args: str, at: Path = work) -> str:
+        return subprocess.run(
+            ["git", "-C", str(at), *args], capture_output=True, check=True, text=True
+        ).stdout.strip()
+
+    git("init", "-q")
+    git("config", "user.email", "t@example.com")
+    git("config", "user.name", "t")
+    (work / "shop/cart.py").write_text(
+        "def total_price(items):\n"
+        "    if items is None:\n"
+        '        raise ValueError(f"cart has no items list: {items!r}")\n'
+        "    return sum(items)\n"
+    )
+    (work / "shop/payment.py").write_text(
+        "def charge_card(items, amount):\n    return amount  # items of the cart\n"
+    )
+    git("add", ".")
+    git("commit", "-qm", "Fix total_price crash on an empty cart")
+    base = git("rev-parse", "HEAD")
+    mirrors = tmp_path / "mirrors"
+    git("clone", "-q", "--bare", str(work), str(mirrors / "acme+shop" / "repo"), at=tmp_path)
+    repo = tmp_path / "repos" / f"acme__shop__{base[:12]}"
+    repo.mkdir(parents=True)
+    for name in ("cart.py", "payment.py"):
+        (repo / "shop").mkdir(exist_ok=True)
+        (repo / "shop" / name).write_text((work / "shop" / name).read_text())
+    dataset = tmp_path / "dev.jsonl"
+    row = {
+        "instance_id": "acme__shop-3",
+        "repo": "acme/shop",
+        "base_commit": base,
+        "language": "Python",
+        "gold_files": ["shop/cart.py"],
+        "problem_statement": "Charging fails:\nValueError: cart has no items list: None\n",
+    }
+    dataset.write_text(json.dumps(row) + "\n")
+    out = tmp_path / "out" / "p.jsonl"
+    done = gazetteer("eval", "localize", "--dataset", str(dataset), "--repos",
+                     str(tmp_path / "repos"), "--out", str(out))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (line,) = [json.loads(x) for x in (out.parent / "p.signals.jsonl").read_text().splitlines()]
+    signals = dict(line["candidates"])
+    assert {k: signals["shop/cart.py"][k] for k in ("literal", "literal_error")} == {
+        "literal": 1.0,
+        "literal_error": 1.0,
+    }
+    assert "literal" not in signals.get("shop/payment.py", {})
+
+    with_history = tmp_path / "out" / "p.hist.jsonl"
+    added = gazetteer("eval", "history", "--dataset", str(dataset), "--mirrors", str(mirrors),
+                      "--signals", str(out.parent / "p.signals.jsonl"),
+                      "--out", str(with_history))  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    (line,) = [json.loads(x) for x in with_history.read_text().splitlines()]
+    signals = dict(line["candidates"])
+    assert (signals["shop/cart.py"]["history"], signals["shop/cart.py"]["fixes"]) == (1.0, 1.0)
+
+    learned = tmp_path / "learned.json"
+    run = gazetteer("eval", "learn", "--split", str(dataset), str(with_history),
+                    "--hold", "history", "--learn-python", "literal_error",
+                    "--out", str(learned))  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    found = json.loads(learned.read_text())
+    assert found["off_python"]["history"] == 0.0
+    assert "held: ['history']; Python's learned: ['literal_error']" in found["source"]
+    refused = gazetteer("eval", "learn", "--split", str(dataset), str(with_history), "--hold",
+                        "nonsense", "--out", str(learned))  # fmt: skip
+    assert refused.returncode == 2 and "nonsense" in refused.stderr

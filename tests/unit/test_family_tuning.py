@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from deploy.eval_learn import report
-from query.search.family_tuning import case_metrics, cross_validate, learn, matrix
+from query.search.family_tuning import case_metrics, cross_validate, learn, learn_pair, matrix
 from query.search.ranking import RankWeights
 from query.search.tuning import Case
 
@@ -69,14 +69,20 @@ def test_learning_moves_only_the_weights_of_the_files_not_in_python() -> None:
     assert learned == dataclasses.replace(RankWeights(), symbol=0.3)
     metrics, folds = cross_validate(cases, RankWeights(), RankWeights(), grid=GRID)
     assert folds == {
-        "g1": learned,
-        "g2": learned,
-        "py": learned,
+        "g1": (RankWeights(), learned),
+        "g2": (RankWeights(), learned),
+        "py": (RankWeights(), learned),
     }
     assert np.array(metrics).tolist() == [[1, 1, 1, 1, 1.0]] * 3
     # Held out alone, a group learns nothing from Python: the start stays.
     metrics, folds = cross_validate(cases[:1] + cases[2:], RankWeights(), RankWeights(), grid=GRID)
-    assert folds["g1"] == RankWeights() and metrics[0].tolist() == [0, 1, 1, 1, 0.5]
+    assert folds["g1"] == (RankWeights(), RankWeights()) and metrics[0].tolist() == [
+        0,
+        1,
+        1,
+        1,
+        0.5,
+    ]
 
 
 def test_eval_learn_reports_each_split_and_language(tmp_path: Path) -> None:
@@ -111,7 +117,12 @@ def test_eval_learn_reports_each_split_and_language(tmp_path: Path) -> None:
     )
     found = report([python, multi], grid=GRID)
     assert found["off_python"] == dataclasses.replace(RankWeights(), symbol=0.3).as_dict()
-    assert found["source"] == "learned on 3 instances of 3 repositories, pooled: lite, multi"
+    assert found["source"] == (
+        "learned on 3 instances of 3 repositories, pooled: lite, multi; held: []; "
+        "Python's learned: []"
+    )
+    held = report([python, multi], grid=GRID, hold=["symbol"])
+    assert held["off_python"] == RankWeights().as_dict()
     scores = found["scores"]
     assert list(scores["before"]) == ["lite", "lite/Python", "multi", "multi/Go", "pooled"]
     assert scores["before"]["multi/Go"] == {
@@ -130,3 +141,32 @@ def test_eval_learn_reports_each_split_and_language(tmp_path: Path) -> None:
         "acc10": 100.0,
         "mrr": 100.0,
     }
+
+
+# A Python fix holding the message the issue quotes, below a file of more words.
+QUOTED = case(
+    "pq",
+    {"p/raises.py"},
+    {
+        "p/raises.py": {"text": 0.5, "literal": 1.0, "source": 1.0},
+        "p/words.py": {"text": 1.0, "source": 1.0},
+    },
+)
+
+
+def test_named_python_weights_are_learned_the_others_held() -> None:
+    cases = [matrix(c) for c in (noisy_name("g1"), QUOTED, PYTHON)]
+    python, other = learn_pair(cases, RankWeights(), RankWeights(), grid=GRID)
+    assert python == RankWeights() and other == dataclasses.replace(RankWeights(), symbol=0.3)
+    python, other = learn_pair(
+        cases, RankWeights(), RankWeights(), grid=GRID, python_names=("literal",)
+    )
+    # 0.5 + 0.6 (source) + 0.6 beats 1.0 + 0.6; symbol stays 0.6 for the Python fix
+    assert python == dataclasses.replace(RankWeights(), literal=0.6)
+    assert other == dataclasses.replace(RankWeights(), symbol=0.3)
+    metrics, folds = cross_validate(
+        cases, RankWeights(), RankWeights(), grid=GRID, python_names=("literal",)
+    )
+    # held out, each of the first two has nothing else to learn its lever from
+    assert folds["pq"][0] == RankWeights() and folds["g1"][1] == RankWeights()
+    assert np.array(metrics).tolist() == [[0, 1, 1, 1, 0.5], [0, 1, 1, 1, 0.5], [1, 1, 1, 1, 1.0]]
