@@ -143,7 +143,7 @@ async def index_folder(
     source = Source(repo, str(root), sink)
     await source.claim()  # a session opens with its claim, or the index takes nothing
     await full_scan(source, WorkTree(root, None), ScanOptions())
-    index, retrieval = RepoIndex(repo), RepoRetrieval(repo, dense)
+    index, retrieval = RepoIndex(repo), RepoRetrieval(repo, dense, literals=True)
     whole = FileBM25()
     for event in sink.events:
         delta = index.handle(event, time.time())

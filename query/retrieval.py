@@ -47,7 +47,9 @@ DEFINING_KINDS = frozenset(
 class RepoRetrieval:
     """``dense``: where this repository's chunks get vectors (in the background)."""
 
-    def __init__(self, repo: str = "", dense: DenseIndex | None = None) -> None:
+    def __init__(
+        self, repo: str = "", dense: DenseIndex | None = None, *, literals: bool = False
+    ) -> None:
         self.repo = repo
         self.dense = dense
         self.sparse = SparseIndex()
@@ -57,8 +59,10 @@ class RepoRetrieval:
         # a set cost 216 (sympy: 23 k names, 6.3 -> ~1.5 MB)
         self.definers: dict[str, tuple[str, ...]] = {}
         self.sources: set[str] = set()
-        # the message-like string literals of each source file (the ``literal`` signal)
-        self.literals = LiteralIndex()
+        # the message-like string literals of each source file (the ``literal`` signals):
+        # kept only when asked (the evaluation); they weigh 0 by default, so a replica
+        # spends neither the memory nor the time on them
+        self.literals = LiteralIndex() if literals else None
         # path -> (its chunks' content hashes, the names it defines, its chunk ids)
         self._files: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
         # while `apply` runs: the files whose chunks go to the sparse index at its end
@@ -115,7 +119,7 @@ class RepoRetrieval:
         self.texts.put(record.path, [c.text for c in record.chunks])
         if is_source(record.path, record.language) and record.symbols:
             self.sources.add(record.path)
-        if is_source(record.path, record.language):
+        if self.literals is not None and is_source(record.path, record.language):
             self.literals.put(record.path, [p for c in record.chunks for p in fragments(c.text)])
         for chunk in kept.chunks:
             self.chunks[chunk.id] = chunk
@@ -138,7 +142,8 @@ class RepoRetrieval:
         self.sparse.remove_file(path)
         self.texts.drop(path)
         self.sources.discard(path)
-        self.literals.remove(path)
+        if self.literals is not None:
+            self.literals.remove(path)
         for chunk_id in held[2]:
             self.chunks.pop(chunk_id, None)
         for name in held[1]:
@@ -177,7 +182,11 @@ class RepoRetrieval:
             sources=self.sources,
             recent=recent,
             proximity=proximity,
-            evidence=self.literals.signals(question_read(question)),
+            evidence=(
+                self.literals.signals(question_read(question))
+                if self.literals is not None
+                else None
+            ),
         )
 
 

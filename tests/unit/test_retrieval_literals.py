@@ -84,8 +84,10 @@ def test_putting_a_file_again_replaces_its_pieces_and_removing_forgets_them() ->
     assert index._by_head == {} and index._holders == {}
 
 
-def test_the_read_model_keeps_the_literals_of_source_files_and_the_ranking_reads_them() -> None:
-    found, index, stamp = RepoRetrieval(), RepoIndex("app-1"), Stamp()
+def test_asked_the_read_model_keeps_the_literals_of_source_files_and_the_ranking_reads_them() -> (
+    None
+):
+    found, index, stamp = RepoRetrieval(literals=True), RepoIndex("app-1"), Stamp()
     found.apply(stamp.claimed(index))
     for path, text in {
         "app/headers.py": PYTHON,
@@ -103,7 +105,19 @@ def test_the_read_model_keeps_the_literals_of_source_files_and_the_ranking_reads
     delta = index.handle(stamp.deleted("app/headers.py"), now=1.0)
     assert delta is not None
     found.apply(delta)
+    assert found.literals is not None
     assert found.literals.matches("invalid header value") == {}
+
+
+def test_a_replica_keeps_no_literals_the_default_weights_do_not_use() -> None:
+    found, index, stamp = RepoRetrieval(), RepoIndex("app-1"), Stamp()
+    found.apply(stamp.claimed(index))
+    delta = index.handle(stamp.changed("app/headers.py", PYTHON), now=1.0)
+    assert delta is not None
+    found.apply(delta)
+    assert found.literals is None
+    ranked = {r.path: r for r in found.search("Invalid header value for a value", limit=5)}
+    assert "literal" not in ranked["app/headers.py"].signals
 
 
 QUESTION = """The run stops with `Invalid header value` and prints "retrying the request".
