@@ -52,8 +52,8 @@ class RepoRetrieval:
         # a set cost 216 (sympy: 23 k names, 6.3 -> ~1.5 MB)
         self.definers: dict[str, tuple[str, ...]] = {}
         self.sources: set[str] = set()
-        # path -> (its chunks' content hashes, the names it defines)
-        self._files: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        # path -> the names it defines (its chunks' content hashes are its chunks')
+        self._files: dict[str, tuple[str, ...]] = {}
         # while `apply` runs: the files whose chunks go to the sparse index at its end
         self._to_index: dict[str, tuple[ChunkRecord, ...]] | None = None
 
@@ -90,7 +90,7 @@ class RepoRetrieval:
         hashes = tuple(c.content_hash for c in record.chunks)
         names = tuple(sorted({s.name for s in record.symbols if s.kind in DEFINING_KINDS}))
         held = self._files.get(record.path)
-        if held is not None and held == (hashes, names):
+        if held == names and hashes == self._hashes(record.path):
             # The same facts again (a scan re-reporting an unchanged file): nothing to
             # index, but the state now holds the new records: keep those, not two copies.
             if kept.chunks:
@@ -116,7 +116,12 @@ class RepoRetrieval:
             if at == len(held_by) or held_by[at] != record.path:
                 held_by.insert(at, record.path)
                 self.definers[name] = tuple(held_by)
-        self._files[record.path] = (hashes, names)
+        self._files[record.path] = names
+
+    def _hashes(self, path: str) -> tuple[str, ...]:
+        """The content hashes of the chunks kept of ``path`` (the same as the indexed
+        ones': a kept record differs from the indexed one by its texts only)."""
+        return tuple(c.content_hash for c in self._chunks.get(path, ()))
 
     def remove(self, path: str) -> None:
         held = self._files.pop(path, None)
@@ -130,7 +135,7 @@ class RepoRetrieval:
         self.texts.drop(path)
         self.sources.discard(path)
         self._chunks.pop(path, None)
-        for name in held[1]:
+        for name in held:
             files = tuple(p for p in self.definers.get(name, ()) if p != path)
             if files:
                 self.definers[name] = files

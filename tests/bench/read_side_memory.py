@@ -146,7 +146,7 @@ def partition_read_side(model: ReadModel, repo: str) -> Partition:
     part.add("retrieval: chunks by file", [retrieval.chunks])
     part.add("retrieval: chunk texts, packed by file", [retrieval.texts])
     part.add("retrieval: definers, sources, files", [retrieval.definers, retrieval.sources])
-    part.add("retrieval: per-file hashes/names", [retrieval._files])
+    part.add("retrieval: per-file names", [retrieval._files])
     part.add("churn ledger", [view.churn])
     part.add("references counts", [view.references])
     part.add("view, rest", [view])

@@ -1,7 +1,8 @@
 """The retrieval's chunks by id, read through each file's tuple, against the dict by id
 they replaced: folded through random histories of real parses (files edited, deleted,
 re-reported unchanged by a second scan, one path holding a '#'), the mapping holds the
-same ids, in the same order, to the very records the dict held, and misses alike."""
+same ids, in the same order, to the very records the dict held, and misses alike; and
+a file is indexed again exactly when the dict's hashes and names said it changed."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ class Oracle:
 
     def __init__(self) -> None:
         self.chunks: dict[str, ChunkRecord] = {}
+        self.texts: dict[str, list[str]] = {}  # what was indexed of each file
         self.files: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
 
     def apply(self, delta: GraphDelta, lean: dict[str, FileRecord]) -> None:
@@ -46,10 +48,12 @@ class Oracle:
             return
         for chunk in kept.chunks:
             self.chunks[chunk.id] = chunk
+        self.texts[record.path] = [c.text for c in record.chunks]
         self.files[record.path] = (hashes, names, tuple(c.id for c in record.chunks))
 
     def remove(self, path: str) -> None:
         held = self.files.pop(path, None)
+        self.texts.pop(path, None)
         for chunk_id in held[2] if held is not None else ():
             self.chunks.pop(chunk_id, None)
 
@@ -110,5 +114,8 @@ def test_the_chunks_by_file_are_the_chunks_by_id(seed: int) -> None:
         retrieval.apply(delta, lean)
         oracle.apply(delta, lean)
         assert_alike(retrieval.chunks, oracle.chunks)
+        assert set(retrieval.paths()) == set(oracle.files)
+        for path, texts in oracle.texts.items():  # re-indexed exactly when it changed
+            assert list(retrieval.texts.of(path)) == texts, path
         seen |= set(oracle.chunks)
     assert any("odd#name.py#" in i for i in seen) and any(i.startswith("notes.md#") for i in seen)
