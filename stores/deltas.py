@@ -173,10 +173,10 @@ _set = object.__setattr__
 
 
 def _share_strings(record: FileRecord) -> None:
-    """One object per value among a file's symbols, chunks and sections: a symbol's chunk
-    repeats its qualified name, signature and docstring, every chunk its file's path, and
-    line numbers repeat (JSON decoding makes an object per occurrence; CPython shares
-    only the ints up to 256)."""
+    """One object per value among a file's symbols, chunks, sections and keywords: a
+    symbol's chunk repeats its qualified name, signature and docstring, every chunk its
+    file's path, and line numbers and keyword weights repeat (JSON decoding makes an
+    object per occurrence; CPython shares only the ints up to 256, and no float)."""
     pool: dict[str, str] = {record.path: record.path}
     for fact, names in (
         *((symbol, _SYMBOL_TEXTS) for symbol in record.symbols),
@@ -188,6 +188,8 @@ def _share_strings(record: FileRecord) -> None:
                 _set(fact, name, pool.setdefault(value, value))
     for fact in (*record.symbols, *record.chunks, *record.sections):
         _share_numbers(fact, _LINES, _INTS)
+    for keyword in record.keywords:  # a few hundred weights among sympy's 24,000 keywords
+        _share_numbers(keyword, ("weight",), _FLOATS)
 
 
 _SYMBOL_TEXTS = ("qualname", "signature", "doc")

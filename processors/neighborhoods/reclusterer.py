@@ -14,7 +14,7 @@ Pure: time is passed in, I/O is the caller's (neighborhood_stream.py).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from processors.neighborhoods.recluster import ReclusterSettings, recluster, same_picture
 from stores.deltas import GraphDelta
@@ -112,7 +112,7 @@ class Reclusterer:
         confirm = repo in self._unconfirmed
         self._unconfirmed.discard(repo)
         graph = self.graphs[repo]
-        copy = replace(graph, files=dict(graph.files), edges=dict(graph.edges))
+        copy = graph.copy()
         return Job(repo, copy, self.snapshots.get(repo), confirm, graph, now)
 
     def compute(self, job: Job) -> NeighborhoodSnapshot:

@@ -130,7 +130,7 @@ class Accumulator:
         t = self.tallies
         after = cycles
         if gained or lost or self.counting:
-            after = import_cycles(graph.files, (arc for arc, _ in graph.edges.values()))
+            after = import_cycles(graph.files, (arc for arc, _ in graph.weighted_arcs()))
         edges_added = Counter(k for _, _, k in added) + t.edges_added
         edges_removed = Counter(k for _, _, k in removed) + t.edges_removed
         detailed = not self.counting

@@ -79,16 +79,16 @@ def touched_arcs(state: RepoState, graph: FileGraphState, delta: GraphDelta) -> 
         if arc is not None:
             arcs.add(arc)
     for key in delta.edges_removed:
-        known = graph.edges.get(key)
+        known = graph.arc_of(key)
         if known is not None:
-            arcs.add(known[0])
+            arcs.add(known)
     members = set(delta.files_removed)
     for record in delta.files_upserted:
         old = state.files.get(record.path)
         if (old is not None and is_clustered(old)) != is_clustered(record):
             members.add(record.path)
     if members:
-        for arc, _ in graph.edges.values():
+        for arc, _ in graph.weighted_arcs():
             if arc[0] in members or arc[1] in members:
                 arcs.add(arc)
     return arcs
@@ -99,7 +99,7 @@ def dependency_weights(graph: FileGraphState, arcs: Collection[Arc]) -> dict[Arc
     weights = dict.fromkeys(arcs, 0.0)
     if not weights:
         return weights
-    for arc, weight in graph.edges.values():
+    for arc, weight in graph.weighted_arcs():
         if arc in weights and arc[0] in graph.files and arc[1] in graph.files:
             weights[arc] += weight
     return weights

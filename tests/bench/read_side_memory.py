@@ -143,10 +143,10 @@ def partition_read_side(model: ReadModel, repo: str) -> Partition:
         [bm25._slot_of, bm25._ids, bm25._lengths, bm25._groups, bm25._alive, bm25._widths],
     )
     part.add("sparse: chunk ids by path", [sparse._chunks_of, sparse._file_of, sparse._paths])
-    part.add("retrieval: chunks dict", [retrieval.chunks])
+    part.add("retrieval: chunks by file", [retrieval.chunks])
     part.add("retrieval: chunk texts, packed by file", [retrieval.texts])
     part.add("retrieval: definers, sources, files", [retrieval.definers, retrieval.sources])
-    part.add("retrieval: per-file hashes/names/ids", [retrieval._files])
+    part.add("retrieval: per-file names", [retrieval._files])
     part.add("churn ledger", [view.churn])
     part.add("references counts", [view.references])
     part.add("view, rest", [view])

@@ -30,7 +30,7 @@ def seen(view: RepoView) -> tuple[object, ...]:
     return (
         canonical(view.state),
         dict(sorted(view.references.items())),
-        (graph.seq, graph.files, graph.edges, graph.scanning, graph.indexed_commit),
+        (graph.seq, graph.files, graph.arcs, graph.scanning, graph.indexed_commit),
         sorted(retrieval.chunks),
         {k: sorted(v) for k, v in sorted(retrieval.definers.items())},
         sorted(retrieval.sources),

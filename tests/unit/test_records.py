@@ -255,3 +255,6 @@ def test_decoded_files_hold_one_string_per_repeated_value() -> None:
     assert chunk.doc is symbol.doc and chunk.signature is symbol.signature
     assert symbol.line_start > 256 and chunk.line_start == symbol.line_start
     assert chunk.line_start is symbol.line_start and chunk.line_end is symbol.line_end
+    (again,) = decode_delta(encode_delta(delta)).files_upserted  # as another file would
+    assert again.keywords == got.keywords and len(got.keywords) >= 2
+    assert all(a.weight is b.weight for a, b in zip(again.keywords, got.keywords, strict=True))
