@@ -59,6 +59,7 @@ from typing import Any
 
 import structlog
 from watchfiles import Change, awatch
+from watchfiles._rust_notify import WatchfilesRustInternalError
 
 from producers.events import FileChanged
 from producers.file_reader import (
@@ -93,6 +94,19 @@ REWATCH_MAX_SPACING_S = 2.0
 """After a rewatch that took t seconds, the next waits ``REWATCH_SPACING * t`` (at most
 ``REWATCH_MAX_SPACING_S``): a growing tree costs at most a fifth of a core in rewatches
 (up to its cap), and a new directory's later edits wait at most that long."""
+
+
+OUT_OF_WATCHES = ("Too many open files", "os error 24", "os error 28", "No space left")
+"""What notify says when the OS has no inotify instance or watch left for us: Linux
+allows 128 instances per user by default (fs.inotify.max_user_instances), and each
+watched repository holds one, so a ``gazetteer watch`` of a few hundred repositories
+runs out (os error 24, "Too many open files"); out of single watches it is error 28."""
+
+
+def out_of_os_watches(error: BaseException) -> bool:
+    """Whether notify's ``error`` says the OS has no file-system watch left to give (the
+    watcher then polls instead), not that this tree has something wrong with it."""
+    return any(sign in str(error) for sign in OUT_OF_WATCHES)
 
 
 class Watcher:
@@ -248,7 +262,11 @@ class Watcher:
     async def _collect(self, stop: asyncio.Event, paths: list[str]) -> None:
         try:
             await self._consume(stop, paths, force_polling=False)
-        except OSError as e:  # e.g. inotify_init failing (too many instances)
+        except (OSError, WatchfilesRustInternalError) as e:
+            # inotify_init failing (too many instances): an OSError from watchfiles, a
+            # WatchfilesRustInternalError from notify ("Too many open files")
+            if not isinstance(e, OSError) and not out_of_os_watches(e):
+                raise
             log.warning("watch_fell_back_to_polling", root=str(self.tree.root), error=str(e))
             await self._consume(stop, paths, force_polling=True)
 

@@ -23,7 +23,13 @@ from producers.git import Git
 from producers.scan import WorkTree
 from producers.session import SourceOptions, describe_repository, run_source
 from producers.source import InMemorySink, Source
-from producers.watcher import KnownFiles, Watcher, expand_deletions, relative_changes
+from producers.watcher import (
+    KnownFiles,
+    Watcher,
+    expand_deletions,
+    out_of_os_watches,
+    relative_changes,
+)
 from tests.badrepo import UNPRIVILEGED, UNPRIVILEGED_CAN_RUN, live_bad_changes, make_bad_repo
 from tests.gitrepo import GitRepo
 
@@ -397,3 +403,51 @@ async def test_an_unreadable_directory_is_listed_once_it_becomes_readable(tmp_pa
             assert not task.done() and watcher.restarts == 0
     finally:
         (repo.root / "locked").chmod(0o755)
+
+
+class OutOfWatches:
+    """awatch on a machine out of inotify instances: notify fails to create its watcher
+    unless told to poll."""
+
+    def __init__(self) -> None:
+        self.polling: list[bool] = []
+
+    def __call__(self, *paths: str, **kwargs: Any) -> AsyncIterator[set[tuple[Change, str]]]:
+        self.polling.append(bool(kwargs.get("force_polling")))
+        if kwargs.get("force_polling"):
+            return awatch(*paths, **{**kwargs, "poll_delay_ms": 50})
+        return self._refused()
+
+    async def _refused(self) -> AsyncIterator[set[tuple[Change, str]]]:
+        raise WatchfilesRustInternalError(
+            "Error creating recommended watcher: Too many open files (os error 24)"
+        )
+        yield set()  # an async generator, as awatch is
+
+
+async def test_a_machine_out_of_inotify_instances_is_polled_and_saves_still_seen(tmp_path: Path):
+    repo = GitRepo.create(tmp_path / "r", {"src/app.py": "0"})
+    refusing = OutOfWatches()
+    tree = WorkTree(repo.root, Git(repo.root))
+    with capture_logs() as logs:
+        async with watcher_of(tree, tree.list(), watch=refusing, backoff_s=0.01) as (
+            sink,
+            watcher,
+            task,
+        ):
+            await asyncio.sleep(1.0)  # the poller's first look at the tree, its baseline
+            await edit_and_see(sink, repo.root, "polled = 1\n")
+            assert (refusing.polling, watcher.restarts, task.done()) == ([False, True], 0, False)
+    fell_back = [e for e in logs if e["event"] == "watch_fell_back_to_polling"]
+    assert [e["error"] for e in fell_back] == [
+        "Error creating recommended watcher: Too many open files (os error 24)"
+    ]
+
+
+def test_only_the_os_running_out_of_watches_is_read_as_such() -> None:
+    assert out_of_os_watches(WatchfilesRustInternalError("... Too many open files (os error 24)"))
+    assert out_of_os_watches(
+        WatchfilesRustInternalError("OS file watch limit reached. (os error 28)")
+    )
+    assert not out_of_os_watches(WatchfilesRustInternalError("Unable to decode path"))
+    assert not out_of_os_watches(WatchfilesRustInternalError("injected"))
