@@ -11,14 +11,14 @@ repositories of ``files_per_repo`` files is sized as:
 - shards: the files over the files per shard, rounded up; replicas: ``copies`` of each;
 - partitions: the next power of two at least ``partitions_per_shard`` times the shards
   (so that each shard can later split without repartitioning the topics), at least 8;
-- memory: replicas × (bare process + files per shard actually held × per-file cost);
-- disk: files × per-file state disk, once per replica (each replica keeps its own
-  snapshots of its shard) plus the broker's copy (per-file broker disk);
-- initial index: files over (workers × files/s a worker);
+- memory: replicas x (bare process + files per shard actually held x per-file cost);
+- disk: files x per-file state disk, once per copy (each replica keeps its own
+  snapshots of its shard's files) plus the broker's copy (per-file broker disk);
+- initial index: files over (workers x files/s a worker);
 - what breaks first: the first of these limits to be passed, in the order written:
   a replica that cannot hold one repository (``one repository exceeds a replica``), the
   initial index beyond ``index_hours_limit``, more shards than partitions allow, the
-  inotify watches of one watcher (directories per repository × repositories) beyond
+  inotify watches of one watcher (directories per repository x repositories) beyond
   ``inotify_watches``; else ``nothing within these limits``.
 """
 
@@ -92,7 +92,7 @@ def project(costs: Costs, repos: int, files_per_repo: int, sizing: Sizing) -> di
         "partitions": partitions,
         "replica_mb": round(replica_mb, 1),
         "memory_gb": round(replicas * replica_mb / 1024, 1),
-        "disk_gb": round(replicas * state_gb + broker_gb, 1),
+        "disk_gb": round(sizing.copies * state_gb + broker_gb, 1),
         "initial_index_h": round(index_h, 2),
         "inotify_watches": watches,
         "breaks_first": breaks,

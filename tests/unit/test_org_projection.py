@@ -31,7 +31,7 @@ def test_a_thousand_repositories_of_two_thousand_files() -> None:
         "partitions": 512,
         "replica_mb": 8137.0,
         "memory_gb": 2002.5,  # 252 x 8,137 MB (15,874 files held each)
-        "disk_gb": 10100.0,
+        "disk_gb": 100.0,  # 2 copies x 40 GB of state + 20 GB in the broker
         "initial_index_h": 1.39,
         "inotify_watches": 400_000,
         "breaks_first": "initial index 1.4 h with 4 workers",
