@@ -47,6 +47,7 @@ from query.service import (
     NotReady,
     QueryRefused,
     QueryService,
+    Warming,
 )
 from query.service.repositories import FreshnessStatus, RepositoryOrder
 from stores.freshness import Freshness
@@ -58,6 +59,7 @@ STATUS = Query(None, description="only the repositories of this freshness status
 HTTP_STATUS: dict[type[QueryRefused], int] = {
     NotFound: 404,
     NotReady: 409,
+    Warming: 503,
     BadRequest: 400,
     InvalidArguments: 422,
 }

@@ -17,6 +17,7 @@ from query.service.errors import (
     NotFound,
     NotReady,
     QueryRefused,
+    Warming,
 )
 from query.service.graph_search import GraphSearchAnswers
 from query.service.impact import ImpactAnswers
@@ -34,6 +35,7 @@ __all__ = [
     "NotReady",
     "QueryRefused",
     "QueryService",
+    "Warming",
 ]
 
 

@@ -10,7 +10,7 @@ from query.search.adjacency import Adjacency
 from query.search.session_memory import SessionMemory
 from query.service.access import reader
 from query.service.cache import StateCache
-from query.service.errors import NotFound
+from query.service.errors import NotFound, Warming
 from stores.neighborhoods import FileStanding
 
 
@@ -33,9 +33,13 @@ class ServiceBase:
     def view(self, repo: str) -> RepoView:
         """The repository a question names, or the refusal every answer gives alike: to
         a missing repository and to one the request's principal may not read (issue
-        19: the two are indistinguishable)."""
+        19: the two are indistinguishable). Before the replica is ready neither is known
+        to be missing (a replica just started holds nothing yet): `Warming`, which the
+        router retries on another replica of the shard."""
         view = self.model.repos.get(repo)
         if view is None or not self.readable(repo, view):
+            if not self._ready():
+                raise Warming(f"repository {repo!r}: this replica is still loading; retry")
             raise NotFound(f"unknown repository {repo!r}; see /repositories")
         return view
 

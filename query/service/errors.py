@@ -24,6 +24,11 @@ class NotReady(QueryRefused):
     """It exists but cannot be answered yet (no neighborhoods before the first recluster)."""
 
 
+class Warming(QueryRefused):
+    """The replica has not read its partitions up to where they stood when it started,
+    so a repository it does not hold yet may exist: ask again (another replica)."""
+
+
 class BadRequest(QueryRefused):
     """The arguments are well formed but contradict each other (a diff's base after head)."""
 

@@ -15,7 +15,14 @@ import pytest
 from processors.indexer import RepoIndex
 from processors.neighborhoods.recluster import ReclusterSettings, recluster
 from query.read_model import ReadModel
-from query.service import BadRequest, InvalidArguments, NotFound, NotReady, QueryService
+from query.service import (
+    BadRequest,
+    InvalidArguments,
+    NotFound,
+    NotReady,
+    QueryService,
+    Warming,
+)
 from stores.projections.graph_state import FileGraphState
 from tests.factories import Stamp
 
@@ -62,7 +69,7 @@ def service() -> QueryService:
     model = ReadModel(clock=lambda: 1002.0)
     indexed("shop", FILES, model, clustered=True)
     indexed("bare", {"lib/util.py": "def helper():\n    return 1\n"}, model, clustered=False)
-    return QueryService(model, ready=lambda: False)
+    return QueryService(model, ready=lambda: True)
 
 
 def test_search_ranks_the_files_a_question_is_about(service: QueryService) -> None:
@@ -149,7 +156,7 @@ def test_catalogue_answers(service: QueryService) -> None:
         "total",
     ]
     health = service.health()
-    assert (health.repositories, health.ready, health.dead_letters) == (2, False, 0)
+    assert (health.repositories, health.ready, health.dead_letters) == (2, True, 0)
     graph = service.graph_search("shop", "vat", channels="functions")
     assert [(c.channel, [(h.path, h.text, h.match) for h in c.items]) for c in graph.channels] == [
         ("functions", [("billing/tax.py", "vat_for", "prefix")])
@@ -229,6 +236,14 @@ def test_refusals_are_domain_errors_with_the_api_messages(
     with pytest.raises(kind) as refused:
         getattr(service, method)(**arguments)
     assert str(refused.value) == message
+
+
+def test_a_replica_still_loading_refuses_an_unknown_repository_as_warming() -> None:
+    loading = QueryService(ReadModel(), ready=lambda: False)
+    with pytest.raises(Warming) as refused:
+        loading.search("nope", "tax")
+    assert str(refused.value) == "repository 'nope': this replica is still loading; retry"
+    assert loading.health().ready is False
 
 
 def test_a_session_lifts_what_it_touched(service: QueryService) -> None:
