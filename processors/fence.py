@@ -78,13 +78,34 @@ def refuse_commits(consumer: Any, reason: str) -> None:
     Every commit faust makes (the periodic one, on a rebalance, on stop) goes through
     the consumer's ``_commit(offsets) -> bool`` (faust-streaming 0.15: `Consumer._commit_offsets`),
     which is replaced by one that refuses: faust then records nothing as committed on
-    the broker, and the group's offsets stay those the next generation commits."""
+    the broker, and the group's offsets stay those the next generation commits. A commit
+    already inside aiokafka's retry loop is failed at its next try (its client's
+    coordinator's ``_do_commit_offsets``)."""
 
     async def refused(offsets: Any) -> bool:
         log.info("worker_commit_fenced", partitions=len(offsets), reason=reason)
         return False
 
     consumer._commit = refused
+    coordinator = _coordinator_of(consumer)
+    if coordinator is not None:
+        # A commit made before the fence may still be inside aiokafka's retry loop:
+        # refused while the topics are missing (UnknownTopicOrPartition is retriable),
+        # it would land once they are recreated, its old offsets then the group's on the
+        # new topics, and the next generation would start past the rescan. Each retry
+        # calls ``_do_commit_offsets``: from now on that fails for good.
+        async def never(assignment: Any, offsets: Any) -> None:
+            raise WriterFenced(reason)
+
+        coordinator._do_commit_offsets = never
+
+
+def _coordinator_of(consumer: Any) -> Any:
+    """The group coordinator of faust's ``consumer``'s aiokafka client, if it has one."""
+    thread = getattr(consumer, "_thread", None)
+    client = getattr(thread, "_consumer", None)
+    coordinator = getattr(client, "_coordinator", None)
+    return coordinator if hasattr(coordinator, "_closing") else None
 
 
 def leave_group(consumer: Any, reason: str) -> asyncio.Future[None] | None:
@@ -99,11 +120,10 @@ def leave_group(consumer: Any, reason: str) -> asyncio.Future[None] | None:
     dropped after one session timeout) and nothing rejoins. A later ``stop`` of the
     consumer finds the coordinator closed and returns. The future of that work, on this
     loop (None when the consumer has no client or group yet)."""
-    thread: Any = getattr(consumer, "_thread", None)
-    client = getattr(thread, "_consumer", None)
-    coordinator = getattr(client, "_coordinator", None)
-    if coordinator is None or not hasattr(coordinator, "_closing"):
+    coordinator = _coordinator_of(consumer)
+    if coordinator is None:
         return None  # not started, or no group (a consumer without a group id)
+    thread: Any = consumer._thread
 
     async def leave() -> None:
         if coordinator._closing.done():

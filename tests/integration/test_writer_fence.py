@@ -25,7 +25,7 @@ import faust
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from deploy.topics_admin import ensure_topics
+from deploy.topics_admin import ensure_topics, install_no_topic_auto_creation
 from processors.fence import Fence, WriterFenced, leave_group, refuse_commits
 from producers.topics import TopicSpec
 from tests.integration.stack import eventually
@@ -200,3 +200,29 @@ async def test_a_stuck_consumer_that_left_its_group_holds_no_partition(
         for app in (new, old):
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(app.stop(), 30)
+
+
+async def test_a_commit_retried_from_before_the_fence_never_lands(broker, unique_name) -> None:
+    # A commit of offsets of a topic the broker lost is retried by aiokafka until the
+    # topic exists again; fenced meanwhile, it must fail instead of landing there.
+    topic, group = unique_name("retried"), unique_name("group")
+    install_no_topic_auto_creation()  # as every part installs it: the topic stays missing
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=broker.bootstrap, group_id=group, enable_auto_commit=False
+    )
+    await consumer.start()
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])  # a member of no group: commits as a simple consumer
+        committing = asyncio.ensure_future(consumer.commit({tp: 7}))
+        await asyncio.sleep(1.0)
+        if committing.done():  # this broker takes commits of a topic it does not have
+            pytest.skip(f"{broker.kind} answered the commit at once: {committing.exception()!r}")
+        faust_like = SimpleNamespace(_thread=SimpleNamespace(_consumer=consumer))
+        refuse_commits(faust_like, "the broker came back empty")
+        await ensure_topics(broker.bootstrap, [TopicSpec(topic, 1)])
+        with pytest.raises(WriterFenced):
+            await asyncio.wait_for(committing, 30)
+        assert await committed_offset(broker.bootstrap, group, topic) is None
+    finally:
+        await consumer.stop()
