@@ -111,7 +111,7 @@ def _coordinator_of(consumer: Any) -> Any:
 def leave_group(consumer: Any, reason: str) -> asyncio.Future[None] | None:
     """Make faust's ``consumer`` leave its consumer group now and never join it again.
 
-    faust runs its aiokafka consumer in a thread of its own (faust-streaming 0.11:
+    faust runs its aiokafka consumer in a thread of its own (faust-streaming 0.15:
     ``AIOKafkaConsumerThread``, its client ``_consumer``, its loop ``thread_loop``). On
     that loop the client's group coordinator is closed the way ``close`` does it, with
     one difference: its coordination task is cancelled instead of awaited, since it may
