@@ -30,7 +30,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 test: $(STAMP) lint
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider -n 2 --dist loadfile
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench.freshness_latency

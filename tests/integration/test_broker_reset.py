@@ -128,20 +128,8 @@ def all_fresh(taken: list[tuple[str, dict[str, Any] | None, Any]]) -> bool:
 
 
 async def test_a_broker_restarted_empty_is_recovered_to_the_same_fresh_answers(
-    restartable: RestartableBroker, tmp_path: Path, request: pytest.FixtureRequest
+    restartable: RestartableBroker, tmp_path: Path
 ) -> None:
-    if restartable.kind == "kafka":
-        # Failed in clean CI runs in two ways (2026-12-03, eighth session), both mended
-        # since: (1) the stopping generation's consumer stayed in the group on the new
-        # broker, holding partitions it never handled (the fence now leaves the group);
-        # (2) a commit it made before the fence (offset 7, refused while the topic was
-        # missing) was retried by aiokafka until the topic was recreated, so the next
-        # generation started past the rescan's 7 events (the fence now fails that retry:
-        # test_writer_fence.py). Kept xfail until clean CI runs show no third way; never
-        # `fresh` while stale either way. It passed in each of 13 runs alone today.
-        request.applymarker(
-            pytest.mark.xfail(reason="two causes mended today; kept until clean CI confirms")
-        )
     repo = GitRepo.create(tmp_path / "app", FILES)
     stack: Stack = await open_stack(stack_settings(restartable.bootstrap, tmp_path / "data"))
     try:
