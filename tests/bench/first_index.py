@@ -19,7 +19,8 @@ from an earlier run.
    interpreter) against tree-sitter's parse of the same files in a pool of the same
    number of processes (``--processes``, default: the worker's setting where there is
    one, else 1, which is how main's worker builds), and of every core for scale. Build
-   time and peak memory per tree; the exponent k of time ∝ size^k (target ≤ 1.05).
+   time, CPU and peak memory per tree; the exponent k of time ∝ size^k (target ≤ 1.05),
+   the size being the source parsed, over the four trees and over sympy -> two sympys.
 
 Writes ``tests/bench/out/first_index.json`` and prints the tables. The machine may be
 shared: the load average is recorded at the start and end.
@@ -139,50 +140,67 @@ def peer_table(summary: dict[str, dict[str, Any]]) -> str:
     return harness.markdown_table(header, rows)
 
 
+def growth(summary: dict[str, dict[str, Any]], processes: int) -> dict[str, Any]:
+    """k of time ∝ size^k, the size being the source the build parses (the raw parse's
+    MB: django's tree is mostly other files), wall and CPU, over the four trees and over
+    sympy -> two sympys alone (the same mix of files, doubled)."""
+    sizes = {tree: summary[f"{tree}/raw parse x{processes}"]["mb"] for tree in TREES}
+    result: dict[str, Any] = {"parsed_mb": sizes}
+    for name, trees in (("four_trees", TREES), ("sympy_doubled", ("sympy", "sympy-x2"))):
+        points = [sizes[tree] for tree in trees]
+        for key, of in (("build", "s"), ("build_cpu", "cpu_s")):
+            times = [summary[f"{tree}/build"][of] for tree in trees]
+            result[f"{key}_k_{name}"] = growth_exponent(points, times)
+        raws = [summary[f"{tree}/raw parse x{processes}"]["s"] for tree in trees]
+        result[f"raw_parse_k_{name}"] = growth_exponent(points, raws)
+    return result
+
+
 def graph_table(summary: dict[str, dict[str, Any]], processes: int) -> tuple[str, dict[str, Any]]:
     widths = sorted({processes, os.cpu_count() or 1})
-    rows, sizes, builds, raws = [], [], [], []
+    rows = []
     for tree in TREES:
         build = summary[f"{tree}/build"]
         raw = {n: summary[f"{tree}/raw parse x{n}"] for n in widths}
-        sizes.append(build["mb"])
-        builds.append(build["s"])
-        raws.append(raw[processes]["s"])
         rows.append(
             [
                 tree,
                 build["files"],
-                round(build["mb"], 1),
+                round(raw[processes]["mb"], 1),
                 build["s"],
+                build["cpu_s"],
                 build["barrier_s"],
                 *(raw[n]["s"] for n in widths),
                 f"{ratio(build['s'], raw[processes]['s']):.1f}x",
+                f"{ratio(build['cpu_s'], raw[processes]['cpu_s']):.1f}x",
                 round(build["peak_rss_mb"]),
                 round(build["rss_growth_mb"]),
             ]
         )
-    growth = {
-        "build_k": growth_exponent(sizes, builds),
-        "raw_parse_k": growth_exponent(sizes, raws),
-        "sizes_mb": sizes,
-    }
+    grown = growth(summary, processes)
     header = [
         "tree",
         "files",
-        "MB",
+        "parsed MB",
         "build s",
+        "build CPU s",
         "of which barrier s",
         *(f"raw parse x{n} s" for n in widths),
         f"build / raw x{processes}",
+        "CPU: build / raw",
         "peak RSS MB",
         "RSS growth MB",
     ]
     table = harness.markdown_table(header, rows)
     table += (
-        f"\n\ntime ∝ size^k over the four trees: build k = {growth['build_k']:.2f}"
-        f" (target ≤ 1.05), raw parse x{processes} k = {growth['raw_parse_k']:.2f}"
+        "\n\ntime ∝ (parsed MB)^k (target ≤ 1.05), wall / CPU:"
+        f" build over the four trees {grown['build_k_four_trees']:.2f}"
+        f" / {grown['build_cpu_k_four_trees']:.2f}, sympy -> two sympys"
+        f" {grown['build_k_sympy_doubled']:.2f} / {grown['build_cpu_k_sympy_doubled']:.2f};"
+        f" raw parse x{processes} {grown['raw_parse_k_four_trees']:.2f}"
+        f" and {grown['raw_parse_k_sympy_doubled']:.2f}"
     )
-    return table, growth
+    return table, grown
 
 
 def main() -> None:

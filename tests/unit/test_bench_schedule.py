@@ -1,5 +1,6 @@
-"""The first-index benchmark's pure parts: the schedule, medians, the growth fit, and the
-parsing of the peers' outputs (tests/bench/bench_schedule.py, tests/bench/peers.py)."""
+"""The first-index benchmark's pure parts: the schedule, medians, the growth fits and
+the parsing of the peers' outputs (tests/bench/bench_schedule.py, tests/bench/peers.py,
+`growth` in tests/bench/first_index.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import math
 import pytest
 
 from tests.bench.bench_schedule import growth_exponent, interleaved, medians, ratio
+from tests.bench.first_index import growth
 from tests.bench.peers import driver_report, repo_map_files
 
 
@@ -126,3 +128,23 @@ def test_the_files_an_aider_map_shows() -> None:
         "django/db/models/base.py",
     ]
     assert repo_map_files("") == []
+
+
+def test_growth_is_fitted_on_the_parsed_source() -> None:
+    # Parsed MB 1, 2, 3, 4; the build linear in wall, CPU as size^2, the raw parse constant.
+    summary: dict[str, dict[str, float]] = {}
+    trees = ("django", "sympy", "django+sympy", "sympy-x2")
+    for mb, tree in zip((1.0, 2.0, 3.0, 4.0), trees, strict=True):
+        summary[f"{tree}/build"] = {"s": 10.0 * mb, "cpu_s": mb * mb, "mb": 99.0}
+        summary[f"{tree}/raw parse x1"] = {"s": 5.0, "mb": mb}
+    got = growth(summary, 1)
+    assert got["parsed_mb"] == {"django": 1.0, "sympy": 2.0, "django+sympy": 3.0, "sympy-x2": 4.0}
+    assert {k: round(v, 6) for k, v in got.items() if k != "parsed_mb"} == {
+        "build_k_four_trees": 1.0,
+        "build_cpu_k_four_trees": 2.0,
+        "raw_parse_k_four_trees": 0.0,
+        # sympy (2 MB) -> two sympys (4 MB): wall x2, CPU x4.
+        "build_k_sympy_doubled": 1.0,
+        "build_cpu_k_sympy_doubled": 2.0,
+        "raw_parse_k_sympy_doubled": 0.0,
+    }
