@@ -20,8 +20,8 @@ from typing import Literal, TypedDict
 
 from processors.chunks import chunk_file
 from processors.graph.incremental import IncrementalGraph
+from processors.parse_pool import Ahead, ParsePool
 from processors.parsing import ParseResult, parse_file
-from processors.parsing.pool import Ahead, ParsePool
 from producers.events import (
     CommitCompleted,
     CommitObserved,

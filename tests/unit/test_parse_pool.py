@@ -9,6 +9,7 @@ sources of structlog. The pool is started once for the file (two spawned workers
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,9 +18,12 @@ import pytest
 import structlog
 
 from processors.indexer import RepoIndex
+from processors.parse_pool import Ahead, ParsePool, _chunks, pack, parse_chunk, unpack
 from processors.parsing import ParseResult, parse_file
-from processors.parsing.pool import Ahead, ParsePool, _chunks, pack, parse_chunk, unpack
-from producers.events import EventBase
+from processors.pipeline import IndexingPipeline, InMemoryDeltaSink, Message
+from producers.events import EventBase, encode
+from producers.topics import DEFAULT_TOPICS
+from stores.delta_log import InMemoryDeltaLog
 from stores.deltas import encode_delta
 from tests.factories import Stamp
 
@@ -60,7 +64,7 @@ def build(events: list[EventBase], pool: ParsePool | None, cuts: list[int]) -> l
     index = RepoIndex("r")
     encoded: list[bytes] = []
     bounds = [0, *sorted(cuts), len(events)]
-    for start, end in zip(bounds, bounds[1:], strict=False):
+    for start, end in itertools.pairwise(bounds):
         batch = events[start:end]
         if pool is not None:
             index.prepare(batch, pool)
@@ -122,9 +126,7 @@ def generated_repository(rng: random.Random) -> list[tuple[str, str | None]]:
     packages = [f"pkg{i}" for i in range(rng.randint(1, 4))]
     modules = [f"{p}.mod{j}" for p in packages for j in range(rng.randint(1, 6))]
     files: list[tuple[str, str | None]] = [(f"{p}/__init__.py", "") for p in packages]
-    files += [
-        (m.replace(".", "/") + ".py", python_module(rng, m, modules, names)) for m in modules
-    ]
+    files += [(m.replace(".", "/") + ".py", python_module(rng, m, modules, names)) for m in modules]
     count = rng.randint(0, 5)
     files += [(f"web/m{i}.js", javascript_module(rng, i, count, names)) for i in range(count)]
     files += [("tests/test_it.py", python_module(rng, "tests.test_it", modules, names))]
@@ -180,6 +182,27 @@ def test_the_files_a_batch_sends_are_its_scanned_files_with_new_contents(
     ]
     assert index.prepare(again, pool) == 1
     index.unprepare()
+
+
+async def test_the_pipeline_publishes_the_same_deltas_with_the_pool(pool: ParsePool) -> None:
+    rng = random.Random(7)
+    events = scan(Stamp(repo="r"), generated_repository(rng))
+    raw = [
+        Message(DEFAULT_TOPICS.file_events, 0, at, b"r", encode(e)) for at, e in enumerate(events)
+    ]
+    raw.insert(3, Message(DEFAULT_TOPICS.file_events, 0, 99, b"r", b"not json"))
+    published: list[list[bytes]] = []
+    for parse_pool in (None, pool):
+        sink = InMemoryDeltaSink()
+        indexing = IndexingPipeline(
+            InMemoryDeltaLog(), sink, clock=lambda: 7.0, parse_pool=parse_pool
+        )
+        for start in range(0, len(raw), 5):
+            await indexing.process_batch(raw[start : start + 5])
+        assert len(sink.dead_letters) == 1  # the message that is not an event
+        published.append([encode_delta(d) for d in sink.deltas])
+    assert published[0] == published[1]
+    assert len(published[0]) == len(events)
 
 
 # -- the pieces ----------------------------------------------------------------------

@@ -203,9 +203,7 @@ class ParsePool:
         return self._executor
 
 
-def _chunks(
-    files: Sequence[tuple[str, bytes]], max_bytes: int
-) -> list[list[tuple[str, bytes]]]:
+def _chunks(files: Sequence[tuple[str, bytes]], max_bytes: int) -> list[list[tuple[str, bytes]]]:
     """Consecutive files in chunks of at most ``max_bytes`` of source (at least one file
     each); a path given twice goes once, its last content."""
     last = {path: content for path, content in files}
