@@ -9,9 +9,9 @@ the next ones. A file's facts are a pure function of its path and bytes
 the one-process build (tests/unit/test_parse_pool.py).
 
 Facts come back as compact values (`pack`: every fact a tuple of its field values, in
-declaration order), not as pickled pydantic records: they are rebuilt trusted
-(stores.records.trusted), as the extractors build them. Below ``min_files`` files
-(a small repository, an edit, a commit's few files) nothing leaves the process: the
+declaration order), not as pickled pydantic records: they are rebuilt unvalidated,
+each value set in its slot as stores.records.trusted builds a fact. Below
+``min_files`` files (a small repository, an edit, a commit's few files) nothing leaves the process: the
 pool is started on the first batch large enough, spawned (never forked: the worker
 holds an event loop, a broker client and threads), and kept for the next.
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,7 +43,6 @@ from stores.records import (
     Section,
     SymbolRecord,
     fields_of,
-    trusted,
 )
 
 __all__ = ["Ahead", "ParsePool", "available_cores", "pack", "unpack"]
@@ -69,6 +68,10 @@ _FACTS: tuple[tuple[int, type[Fact]], ...] = (
 )
 """The fields of a ParseResult that hold facts, by position, and their record class."""
 _NAMES: dict[type[Fact], tuple[str, ...]] = {cls: tuple(fields_of(cls)) for _, cls in _FACTS}
+_SLOTS: dict[type[Fact], tuple[Callable[[Fact, Any], None], ...]] = {
+    cls: tuple(cls.__dict__[name].__set__ for name in names) for cls, names in _NAMES.items()
+}
+"""Each fact's slots, in field order: setting one bypasses the frozen ``__setattr__``."""
 
 Packed = tuple[Any, ...]
 
@@ -106,11 +109,21 @@ def pack(result: ParseResult) -> Packed:
 
 def unpack(packed: Packed) -> ParseResult:
     """The ParseResult `pack` made ``packed`` of, its facts rebuilt without validation
-    (their values come from this code's own extractors, in another process)."""
+    (their values come from this code's own extractors, in another process), as
+    stores.records.trusted builds a fact: each value set in its slot. Faster than
+    ``trusted`` (no dict per fact) and than pickling the facts (13.6 against 3.6 us a
+    reference, measured on this machine under load; the trusted way took 8.4)."""
     values = list(packed)
+    new = object.__new__
     for at, cls in _FACTS:
-        names = _NAMES[cls]
-        values[at] = tuple(trusted(cls, dict(zip(names, v, strict=True))) for v in values[at])
+        slots = _SLOTS[cls]
+        facts = []
+        for fields in values[at]:
+            fact = new(cls)
+            for put, value in zip(slots, fields, strict=True):
+                put(fact, value)
+            facts.append(fact)
+        values[at] = tuple(facts)
     return ParseResult(*values)
 
 
