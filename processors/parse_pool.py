@@ -11,9 +11,9 @@ the one-process build (tests/unit/test_parse_pool.py).
 Facts come back as compact values (`pack`: every fact a tuple of its field values, in
 declaration order), not as pickled pydantic records: they are rebuilt unvalidated,
 each value set in its slot as stores.records.trusted builds a fact. Below
-``min_files`` files (a small repository, an edit, a commit's few files) nothing leaves the process: the
-pool is started on the first batch large enough, spawned (never forked: the worker
-holds an event loop, a broker client and threads), and kept for the next.
+``min_files`` files (a small repository, an edit, a commit's few files) nothing leaves
+the process: the pool is started on the first batch large enough, spawned (never
+forked: the worker holds an event loop, a broker client and threads), and kept.
 
 Workers keep no trees and no facts of their own (a kept tree serves the re-save of a
 file, in the process that indexes it): the first edit of a file the pool parsed is
