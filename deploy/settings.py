@@ -79,8 +79,8 @@ class Settings(BaseSettings):
     scan_workers: int | None = Field(
         None,
         ge=0,
-        description="processes a worker parses a large scan's files in (issue 21); unset: "
-        "the cores available; 0 or 1: in the worker's own process",
+        description="processes beside a worker's own that parse a large scan's files "
+        "(issue 21); unset: the cores available less one; 0: in the worker's process",
     )
     debounce_ms: int = Field(50, ge=0)
     poll_s: float = Field(0.25, gt=0, description="commit follower polling interval")

@@ -169,9 +169,10 @@ class Ahead:
 class ParsePool:
     """Worker processes that parse a scan's files ahead of its events (see the module).
 
-    ``workers``: processes to start (default: the cores available); 1 or fewer keeps
-    every parse in process. The pool starts on the first `ahead` of ``min_files`` files
-    or more; `close` stops it."""
+    ``workers``: processes to start beside the indexing process, which keeps a core
+    busy with the rest of the build (default: the cores available less that one); 0
+    keeps every parse in process. The pool starts on the first `ahead` of ``min_files``
+    files or more; `close` stops it."""
 
     def __init__(
         self,
@@ -180,7 +181,7 @@ class ParsePool:
         min_files: int = MIN_FILES,
         chunk_bytes: int = CHUNK_BYTES,
     ) -> None:
-        self.workers = available_cores() if workers is None else workers
+        self.workers = available_cores() - 1 if workers is None else workers
         self.min_files = min_files
         self.chunk_bytes = chunk_bytes
         self._executor: ProcessPoolExecutor | None = None
@@ -191,10 +192,10 @@ class ParsePool:
 
     def ahead(self, scope: str, files: Sequence[tuple[str, bytes]]) -> Ahead:
         """Send ``files`` (path, content) to the workers, in order, in chunks, and return
-        at once; nothing is sent below ``min_files`` or with fewer than two workers.
+        at once; nothing is sent below ``min_files`` files or without workers.
         ``scope``: the repository, as `parse_file` takes it."""
         ahead = Ahead()
-        if self.workers < 2 or len(files) < self.min_files:
+        if self.workers < 1 or len(files) < self.min_files:
             return ahead
         executor = self._start()
         for chunk in _chunks(files, self.chunk_bytes):

@@ -1,11 +1,12 @@
 """A full scan's build in one process against one with a parse pool (issue 21).
 
-    python -m tests.bench.scan_pool [--corpus sympy] [--copies 1 2] [--workers 2]
+    python -m tests.bench.scan_pool [--corpus sympy] [--copies 1 2] [--workers 1 2]
 
 No broker: the events of a full scan of the package tree (``--copies`` N: N copies of it
 in one tree, under ``copyK/``) are built first (untimed), then handled by a fresh
 `RepoIndex` in batches of 200 events (the worker's ``batch_max``); with the pool, each
-batch is first `RepoIndex.prepare`-d in a `ParsePool` of ``--workers`` processes,
+batch is first `RepoIndex.prepare`-d in a `ParsePool` of ``--workers`` processes (each
+count given is a run; default: the cores less one, as the worker's default),
 started before the clock (the worker keeps its pool). Per run: wall seconds, this
 process's CPU seconds (the pool's workers not included), the barrier's seconds, the
 time in the cyclic collector, and a digest of every delta encoded as the worker
@@ -50,7 +51,7 @@ def build(name: str, copies: int, workers: int) -> dict[str, Any]:
         for path, data in tree.files.items()
     }
     events = scan_events(files, Stamp(repo=name))
-    pool = ParsePool(workers) if workers > 1 else None
+    pool = ParsePool(workers) if workers > 0 else None
     if pool is not None:  # started untimed: a worker starts its pool once
         pool.ahead("warm", [(f"w{i}.py", b"x = 1\n") for i in range(pool.min_files)]).cancel()
         time.sleep(3)
@@ -104,11 +105,11 @@ def main() -> None:
     cli = argparse.ArgumentParser(prog=f"python -m tests.bench.{NAME}", description=__doc__)
     cli.add_argument("--corpus", choices=CORPORA, default="sympy")
     cli.add_argument("--copies", type=int, nargs="+", default=[1, 2])
-    cli.add_argument("--workers", type=int, default=available_cores())
+    cli.add_argument("--workers", type=int, nargs="+", default=[max(1, available_cores() - 1)])
     args = cli.parse_args()
     runs: list[dict[str, Any]] = []
     for copies in args.copies:
-        for workers in (0, args.workers):
+        for workers in (0, *args.workers):
             run = isolated(args.corpus, copies, workers)
             progress(
                 f"{copies}x {args.corpus}, workers {workers}: {run['s']:.1f} s"

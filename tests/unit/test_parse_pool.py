@@ -18,7 +18,15 @@ import pytest
 import structlog
 
 from processors.indexer import RepoIndex
-from processors.parse_pool import Ahead, ParsePool, _chunks, pack, parse_chunk, unpack
+from processors.parse_pool import (
+    Ahead,
+    ParsePool,
+    _chunks,
+    available_cores,
+    pack,
+    parse_chunk,
+    unpack,
+)
 from processors.parsing import ParseResult, parse_file
 from processors.pipeline import IndexingPipeline, InMemoryDeltaSink, Message
 from producers.events import EventBase, encode
@@ -232,13 +240,14 @@ def test_chunks_keep_the_order_and_a_path_given_twice_once() -> None:
     assert _chunks(files, 100) == [[("a", b"78"), ("b", b"3456"), ("c", b"9")]]
 
 
-def test_below_the_threshold_or_with_one_worker_nothing_leaves_the_process() -> None:
+def test_below_the_threshold_or_without_workers_nothing_leaves_the_process() -> None:
     few = ParsePool(2, min_files=3)
     assert len(few.ahead("r", [("a.py", b"x = 1\n"), ("b.py", b"y = 2\n")])) == 0
     assert not few.started
-    alone = ParsePool(1, min_files=1)
+    alone = ParsePool(0, min_files=1)
     assert len(alone.ahead("r", [("a.py", b"x = 1\n")])) == 0
     assert not alone.started
+    assert ParsePool().workers == available_cores() - 1  # the indexing process has one
 
 
 def test_a_result_is_taken_once_and_only_for_the_bytes_sent(pool: ParsePool) -> None:
