@@ -219,12 +219,16 @@ class ParsePool:
 
 def _chunks(files: Sequence[tuple[str, bytes]], max_bytes: int) -> list[list[tuple[str, bytes]]]:
     """Consecutive files in chunks of at most ``max_bytes`` of source (at least one file
-    each); a path given twice goes once, its last content."""
+    each); a path given twice goes once, its last content. The first chunks are smaller
+    (an eighth of ``max_bytes``, then doubling): the indexing process waits for the
+    first result of every batch, the workers then keep ahead of it."""
     last = {path: content for path, content in files}
     chunks: list[list[tuple[str, bytes]]] = []
-    size = 0
+    size, limit = 0, max(1, max_bytes // 8)
     for path, content in last.items():
-        if not chunks or (size + len(content) > max_bytes and chunks[-1]):
+        if not chunks or (size + len(content) > limit and chunks[-1]):
+            if chunks:
+                limit = min(limit * 2, max_bytes)
             chunks.append([])
             size = 0
         chunks[-1].append((path, content))

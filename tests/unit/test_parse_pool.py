@@ -238,6 +238,9 @@ def test_chunks_keep_the_order_and_a_path_given_twice_once() -> None:
     files = [("a", b"12"), ("b", b"3456"), ("a", b"78"), ("c", b"9")]
     assert _chunks(files, 3) == [[("a", b"78")], [("b", b"3456")], [("c", b"9")]]
     assert _chunks(files, 100) == [[("a", b"78"), ("b", b"3456"), ("c", b"9")]]
+    # The first chunks smaller: 1/8 of the limit, then doubling (8, 16, 32, 64 here).
+    sized = [(f"f{i}", b"x" * 16) for i in range(12)]
+    assert [len(c) for c in _chunks(sized, 64)] == [1, 1, 2, 4, 4]
 
 
 def test_below_the_threshold_or_without_workers_nothing_leaves_the_process() -> None:
