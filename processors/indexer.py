@@ -119,7 +119,9 @@ class RepoIndex:
         """Have ``pool`` parse ahead the files of a scan among ``events`` (the batch about
         to be handled, in order) whose contents the state does not hold already; their
         events then take the results (`handle`), and the deltas are what they would be
-        without. Returns how many files went to the pool (none below its threshold).
+        without. Returns how many files went to the pool: none while the scan so far
+        (its files waiting for the barrier, and these) is below the pool's threshold, so
+        a small repository's scan, an edit and a commit stay in process.
         What the events left untaken is dropped at the next ``prepare`` or `unprepare`."""
         self.unprepare()
         files: list[tuple[str, bytes]] = []
@@ -134,7 +136,7 @@ class RepoIndex:
                 old = held.get(event.path)
                 if old is None or old.content_hash != event.content_hash:
                     files.append((event.path, event.content))
-        self._ahead = pool.ahead(self.state.repo, files)
+        self._ahead = pool.ahead(self.state.repo, files, self.graph.scan_files_waiting)
         return len(self._ahead)
 
     def unprepare(self) -> None:

@@ -12,7 +12,7 @@ Facts come back as compact values (`pack`: every fact a tuple of its field value
 declaration order), not as pickled pydantic records: they are rebuilt unvalidated,
 each value set in its slot as stores.records.trusted builds a fact. Below
 ``min_files`` files (a small repository, an edit, a commit's few files) nothing leaves
-the process: the pool is started on the first batch large enough, spawned (never
+the process: the pool is started on the first scan large enough, spawned (never
 forked: the worker holds an event loop, a broker client and threads), and kept.
 
 Workers keep no trees and no facts of their own (a kept tree serves the re-save of a
@@ -50,7 +50,7 @@ __all__ = ["Ahead", "ParsePool", "available_cores", "pack", "unpack"]
 log = structlog.get_logger(__name__)
 
 MIN_FILES = 64
-"""Files a batch must bring before they are parsed in the pool: below, the round trips
+"""Files a scan must have brought before they are parsed in the pool: below, the round trips
 and a first start of the workers (about a second each to import the parsers) cost more
 than the parse."""
 CHUNK_BYTES = 256 * 1024
@@ -171,8 +171,8 @@ class ParsePool:
 
     ``workers``: processes to start beside the indexing process, which keeps a core
     busy with the rest of the build (default: the cores available less that one); 0
-    keeps every parse in process. The pool starts on the first `ahead` of ``min_files``
-    files or more; `close` stops it."""
+    keeps every parse in process. The pool starts on the first `ahead` of a scan of
+    ``min_files`` files or more; `close` stops it."""
 
     def __init__(
         self,
@@ -190,12 +190,14 @@ class ParsePool:
     def started(self) -> bool:
         return self._executor is not None
 
-    def ahead(self, scope: str, files: Sequence[tuple[str, bytes]]) -> Ahead:
+    def ahead(self, scope: str, files: Sequence[tuple[str, bytes]], before: int = 0) -> Ahead:
         """Send ``files`` (path, content) to the workers, in order, in chunks, and return
-        at once; nothing is sent below ``min_files`` files or without workers.
-        ``scope``: the repository, as `parse_file` takes it."""
+        at once; nothing is sent without workers, nor while the scan is smaller than
+        ``min_files`` files: ``before`` of it came in earlier batches (a broker hands a
+        scan over in batches of any size). ``scope``: the repository, as `parse_file`
+        takes it."""
         ahead = Ahead()
-        if self.workers < 1 or len(files) < self.min_files:
+        if self.workers < 1 or not files or before + len(files) < self.min_files:
             return ahead
         executor = self._start()
         for chunk in _chunks(files, self.chunk_bytes):

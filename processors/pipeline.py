@@ -217,10 +217,10 @@ class IndexingPipeline:
     async def _prepare(self, messages: Sequence[Message]) -> list[RepoIndex]:
         """With a parse pool (issue 21): decode the batch once, and have each
         repository's index parse ahead, in the pool, the files of a scan the batch brings
-        (`RepoIndex.prepare`; the pool takes only batches of many). A message that does
+        (`RepoIndex.prepare`; the pool takes only the files of a large scan). A message that does
         not decode is left to `_handle`, which dead-letters it."""
         pool = self._parse_pool
-        if pool is None or len(messages) < pool.min_files:
+        if pool is None:
             return []
         groups: dict[tuple[int, str], list[EventBase]] = {}
         for message in messages:
@@ -232,10 +232,9 @@ class IndexingPipeline:
             groups.setdefault((message.partition, event.repo), []).append(event)
         prepared: list[RepoIndex] = []
         for (partition, repo), events in groups.items():
-            if len(events) >= pool.min_files:
-                index = await self._index(partition, repo)
-                if index.prepare(events, pool):
-                    prepared.append(index)
+            index = await self._index(partition, repo)
+            if index.prepare(events, pool):
+                prepared.append(index)
         return prepared
 
     def _forget_indexes(self, partitions: set[int]) -> None:

@@ -192,6 +192,27 @@ def test_the_files_a_batch_sends_are_its_scanned_files_with_new_contents(
     index.unprepare()
 
 
+def test_a_scan_goes_to_the_pool_once_it_is_large_whatever_its_batches() -> None:
+    # A broker hands a scan over in batches of any size: the threshold is the scan's.
+    stamp, index = Stamp(repo="r"), RepoIndex("r")
+    stamp.claimed(index)
+    events = [stamp.changed(f"m{i}.py", f"def f{i}():\n    pass\n", "scan") for i in range(9)]
+    pool = ParsePool(1, min_files=5)
+    try:
+        sent = []
+        for start in range(0, len(events), 2):
+            batch = events[start : start + 2]
+            sent.append(index.prepare(batch, pool))
+            for event in batch:
+                index.handle(event, 0.0)
+        assert sent == [0, 0, 2, 2, 1]  # from the batch that makes the scan 5 files
+        index.handle(stamp.scan_completed(), 0.0)
+        edit = [stamp.changed(f"m{i}.py", "x = 1\n") for i in range(6)]
+        assert index.prepare(edit, pool) == 0  # watch events: parsed where handled
+    finally:
+        pool.close()
+
+
 async def test_the_pipeline_publishes_the_same_deltas_with_the_pool(pool: ParsePool) -> None:
     rng = random.Random(7)
     events = scan(Stamp(repo="r"), generated_repository(rng))
