@@ -23,6 +23,7 @@ from processors.app import WorkerConfig, create_app
 from processors.neighborhoods.clustering import ClusterSettings
 from processors.neighborhoods.recluster import ReclusterSettings
 from processors.neighborhoods.reclusterer import Debounce
+from processors.parse_pool import ParsePool
 from stores.delta_log import KafkaDeltaLog
 from stores.delta_seek import DeltaOffsets
 from stores.snapshot_log import KafkaSnapshotLog
@@ -61,9 +62,13 @@ async def run_worker(
     share one store object with the query service), else into GAZETTEER_QDRANT_URL."""
     fill = worker_fill(settings, vectors)
     running: list[faust.App] = []
+    # One pool for every generation: its workers start at the first large scan (issue 21).
+    parse_pool = ParsePool(settings.scan_workers)
 
     async def generation(its_stop: asyncio.Event, recovery: Recovery) -> None:
-        await _worker_generation(settings, cluster, its_stop, recovery, on_started, fill, running)
+        await _worker_generation(
+            settings, cluster, its_stop, recovery, on_started, fill, running, parse_pool
+        )
 
     aborting: set[asyncio.Task[None]] = set()
 
@@ -81,15 +86,18 @@ async def run_worker(
                 aborting.add(task)
                 task.add_done_callback(aborting.discard)
 
-    async with metrics_served(settings, cluster.bootstrap):
-        await recover_in_place(
-            "worker",
-            cluster.watch,
-            stop,
-            generation,
-            ensure_topics=ensurer(settings, cluster),
-            on_detected=detected,
-        )
+    try:
+        async with metrics_served(settings, cluster.bootstrap):
+            await recover_in_place(
+                "worker",
+                cluster.watch,
+                stop,
+                generation,
+                ensure_topics=ensurer(settings, cluster),
+                on_detected=detected,
+            )
+    finally:
+        parse_pool.close()
 
 
 async def _worker_generation(
@@ -100,6 +108,7 @@ async def _worker_generation(
     on_started: Callable[[faust.App], None] | None,
     fill: DenseFill | None,
     running: list[faust.App],
+    parse_pool: ParsePool | None = None,
 ) -> None:
     """One faust app, from its start until ``stop``: fresh in-memory indexes and tables;
     in ``running`` while it runs."""
@@ -136,6 +145,7 @@ async def _worker_generation(
         state_files=state_files(settings),
         state_topic=state_topic(settings, cluster),
         publish_state=not cluster.tansu if publish is None else publish,
+        parse_pool=parse_pool,
     )
     await app.start()
     running.append(app)

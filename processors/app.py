@@ -177,7 +177,9 @@ def create_app(
     and, given ``deps['state_files']``, state snapshots (issue 16): a repository's index
     starts from its snapshot, and a `StateKeeper` writes them as repositories go quiet;
     given ``deps['state_topic']`` too, the snapshots on the broker are offered beside the
-    files, and with ``deps['publish_state']`` the keeper publishes there as well."""
+    files, and with ``deps['publish_state']`` the keeper publishes there as well. Given
+    ``deps['parse_pool']`` (a ParsePool), a large scan's files are parsed in its
+    processes (issue 21)."""
     app = faust.App(
         config.app_id,
         broker=f"kafka://{config.bootstrap}",
@@ -237,7 +239,11 @@ def create_app(
         if restoring is not None:
             delta_log = CheckedDeltaLog(delta_log, restoring)
         pipeline = IndexingPipeline(
-            delta_log, sink, observer=observer, new_index=restoring or RepoIndex
+            delta_log,
+            sink,
+            observer=observer,
+            new_index=restoring or RepoIndex,
+            parse_pool=deps.get("parse_pool"),
         )
     indexing = pipeline
 

@@ -14,12 +14,13 @@ every event against the state's lease (see ``Verdict``); only ``next`` is applie
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypedDict
 
 from processors.chunks import chunk_file
 from processors.graph.incremental import IncrementalGraph
+from processors.parse_pool import Ahead, ParsePool
 from processors.parsing import ParseResult, parse_file
 from producers.events import (
     CommitCompleted,
@@ -91,6 +92,7 @@ class RepoIndex:
         self.graph = IncrementalGraph(repo)
         # By default the process's kept trees and facts, under this repository's name.
         self._parse = parse or functools.partial(parse_file, scope=repo)
+        self._ahead = Ahead()  # the files of a scan being parsed in a pool (`prepare`)
 
     @classmethod
     def restore(
@@ -112,6 +114,34 @@ class RepoIndex:
         index.graph.absorb(whole, resolved=snapshot.resolved)
         index.state = restore_state(snapshot)
         return index
+
+    def prepare(self, events: Sequence[EventBase], pool: ParsePool) -> int:
+        """Have ``pool`` parse ahead the files of a scan among ``events`` (the batch about
+        to be handled, in order) whose contents the state does not hold already; their
+        events then take the results (`handle`), and the deltas are what they would be
+        without. Returns how many files went to the pool: none while the scan so far
+        (its files waiting for the barrier, and these) is below the pool's threshold, so
+        a small repository's scan, an edit and a commit stay in process.
+        What the events left untaken is dropped at the next ``prepare`` or `unprepare`."""
+        self.unprepare()
+        files: list[tuple[str, bytes]] = []
+        held = self.state.files
+        for event in events:
+            if (
+                isinstance(event, FileChanged)
+                and event.origin == "scan"
+                and event.content is not None
+                and event.repo == self.state.repo
+            ):
+                old = held.get(event.path)
+                if old is None or old.content_hash != event.content_hash:
+                    files.append((event.path, event.content))
+        self._ahead = pool.ahead(self.state.repo, files, self.graph.scan_files_waiting)
+        return len(self._ahead)
+
+    def unprepare(self) -> None:
+        """Drop the results of `prepare` no event took."""
+        self._ahead.cancel()
 
     def position(self, event: EventBase) -> Position:
         """Where an event stands against this state (``judge`` says why)."""
@@ -289,7 +319,8 @@ class RepoIndex:
         if event.content is None:
             parsed = ParseResult(None, 0, (), (), 0, ())
         else:
-            parsed = self._parse(event.path, event.content)
+            ahead = self._ahead.take(event.path, event.content) if self._ahead else None
+            parsed = ahead or self._parse(event.path, event.content)
         record = FileRecord(
             path=event.path,
             language=parsed.language,

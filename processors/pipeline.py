@@ -21,6 +21,7 @@ import structlog
 from pydantic import ValidationError
 
 from processors.indexer import RepoIndex
+from processors.parse_pool import ParsePool
 from producers.events import EventBase, decode_file_event
 from producers.refusal import permanent, unknown_server_error
 from stores.dead_letters import DeadLetter, FailureKind
@@ -111,8 +112,11 @@ class IndexingPipeline:
         retry: RetryPolicy = RetryPolicy(),
         new_index: Callable[[str], RepoIndex] = RepoIndex,
         observer: DeltaObserver | None = None,
+        parse_pool: ParsePool | None = None,
     ) -> None:
         self._delta_log = delta_log
+        self._parse_pool = parse_pool
+        self._decoded: dict[int, EventBase] = {}  # id(message) -> its event, in a batch
         self._observer = observer
         self._sink = sink
         self._clock = clock
@@ -197,12 +201,41 @@ class IndexingPipeline:
     async def _process(self, messages: Sequence[Message], skip: Message | None) -> None:
         pending: list[GraphDelta] = []
         self._origins.clear()
-        for message in messages:
-            delta = await self._handle(message, pending, skip=message is skip)
-            if delta is not None:
-                pending.append(delta)
-                self._origins[id(delta)] = message
+        prepared = await self._prepare(messages)
+        try:
+            for message in messages:
+                delta = await self._handle(message, pending, skip=message is skip)
+                if delta is not None:
+                    pending.append(delta)
+                    self._origins[id(delta)] = message
+        finally:
+            self._decoded.clear()
+            for index in prepared:
+                index.unprepare()
         await self._publish(pending)
+
+    async def _prepare(self, messages: Sequence[Message]) -> list[RepoIndex]:
+        """With a parse pool (issue 21): decode the batch once, and have each
+        repository's index parse ahead, in the pool, the files of a scan the batch brings
+        (`RepoIndex.prepare`; the pool takes only the files of a large scan). A message that does
+        not decode is left to `_handle`, which dead-letters it."""
+        pool = self._parse_pool
+        if pool is None:
+            return []
+        groups: dict[tuple[int, str], list[EventBase]] = {}
+        for message in messages:
+            try:
+                event = _decode(message)
+            except (ValidationError, ValueError, UnicodeDecodeError):
+                continue
+            self._decoded[id(message)] = event
+            groups.setdefault((message.partition, event.repo), []).append(event)
+        prepared: list[RepoIndex] = []
+        for (partition, repo), events in groups.items():
+            index = await self._index(partition, repo)
+            if index.prepare(events, pool):
+                prepared.append(index)
+        return prepared
 
     def _forget_indexes(self, partitions: set[int]) -> None:
         """Drop what these partitions hold in memory; the next event restores them."""
@@ -221,7 +254,7 @@ class IndexingPipeline:
         with structlog.contextvars.bound_contextvars(**where):
             try:
                 with stage_timer("decode"):
-                    event = _decode(message)
+                    event = self._decoded.get(id(message)) or _decode(message)
             except (ValidationError, ValueError, UnicodeDecodeError) as exc:
                 await self._dead_letter(message, "malformed", _reason(exc))
                 log.warning("event_malformed", reason=_reason(exc))

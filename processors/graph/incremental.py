@@ -65,6 +65,11 @@ class IncrementalGraph:
         return self._asks_current
 
     @property
+    def scan_files_waiting(self) -> int:
+        """The files of a scan that arrived and wait for its barrier (`change`'s defer)."""
+        return len(self._deferred)
+
+    @property
     def state_resolved(self) -> bool:
         """Whether the state this graph keeps has every file resolved into its edges: no
         scan's file waits for its barrier (and, after a restore, the state restored was
