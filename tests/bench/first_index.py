@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from deploy.settings import Settings
+from processors.parse_pool import available_cores
 from tests.bench import harness, peers
 from tests.bench.bench_schedule import growth_exponent, interleaved, medians, ratio
 from tests.bench.corpus import Corpus, clone, package_repo
@@ -45,14 +46,13 @@ from tests.bench.up_restart import CHANGED, one_run
 NAME = "first_index"
 CORPORA = ("sympy", "django")
 TOOLS = ("gazetteer up", "vortexa", "aider")
-# The worker's process count, once the scan has one (issue 21's parallel scan).
-PROCESSES_SETTING = "scan_processes"
 
 
 def default_processes() -> int:
-    field = Settings.model_fields.get(PROCESSES_SETTING)
-    default = getattr(field, "default", None)
-    return default if isinstance(default, int) and default >= 1 else 1
+    """The processes a worker's scan parses in: its own and its parse pool's
+    (``GAZETTEER_SCAN_WORKERS``; unset, the cores available less one)."""
+    workers = Settings().scan_workers
+    return 1 + (available_cores() - 1 if workers is None else workers)
 
 
 def up_run(work: Corpus, data: Path, timeout: float, corpus: str) -> dict[str, Any]:
