@@ -237,9 +237,7 @@ def encode(
         if floor is not None:
             fields["floor"] = min(floor, offset)
     files = snapshot.files
-    bare = snapshot.model_copy(
-        update={"files": tuple(_with_references(f, ()) for f in files)}
-    )
+    bare = snapshot.model_copy(update={"files": tuple(_with_references(f, ()) for f in files)})
     references = FileReferences(files=tuple(f.references for f in files))
     postings = chunk_postings.count(tuple(chunk_postings.chunks_in_order(files)))
     sections = (

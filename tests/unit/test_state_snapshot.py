@@ -11,12 +11,11 @@ import zlib
 import pytest
 
 from processors.indexer import RepoIndex
+from stores import chunk_postings
 from stores.deltas import GraphDelta
-from stores.framing import header_check
+from stores.framing import Frame, header_check
 from stores.neighborhoods import Created
 from stores.repo_state import RepoState
-from stores import chunk_postings
-from stores.framing import Frame
 from stores.state_snapshot import (
     FORMAT_VERSION,
     MAGIC,
