@@ -41,7 +41,7 @@ import structlog
 from pydantic import Field, ValidationError
 
 from stores import chunk_postings, trusted_json
-from stores.chunk_postings import ChunkPostings, PostingsRejected
+from stores.chunk_postings import ChunkPostings, CountCache, PostingsRejected
 from stores.deltas import CommitRecord, Envelope, GraphDelta, LeaseRecord, SourceMark
 from stores.framing import Frame, Rejected, Sections
 from stores.neighborhoods import NeighborhoodSnapshot
@@ -220,12 +220,18 @@ def _rejected(refusal: Rejected) -> SnapshotRejected:
 
 
 def encode(
-    snapshot: StateSnapshot, *, offset: int | None = None, floor: int | None = None
+    snapshot: StateSnapshot,
+    *,
+    offset: int | None = None,
+    floor: int | None = None,
+    counts: CountCache | None = None,
 ) -> bytes:
-    """The file's bytes: MAGIC, the header line, the compressed body (`stores.framing`).
+    """The file's bytes: MAGIC, the header line, the compressed sections (`stores.framing`).
 
     ``offset`` and ``floor`` (`SnapshotHeader`) go in the header only when known: a build
-    that does not know them reads the header as before (its fields are the caller's)."""
+    that does not know them reads the header as before (its fields are the caller's).
+    ``counts``: the chunks' counts of the repository's previous snapshot (a worker keeps
+    them), reused for the chunks that did not change (`stores.chunk_postings.count`)."""
     fields: dict[str, object] = {
         "repo": snapshot.repo,
         "seq": snapshot.seq,
@@ -239,7 +245,7 @@ def encode(
     files = snapshot.files
     bare = snapshot.model_copy(update={"files": tuple(_with_references(f, ()) for f in files)})
     references = FileReferences(files=tuple(f.references for f in files))
-    postings = chunk_postings.count(tuple(chunk_postings.chunks_in_order(files)))
+    postings = chunk_postings.count(tuple(chunk_postings.chunks_in_order(files)), counts)
     sections = (
         ("state", bare.model_dump_json().encode()),
         ("counts", json.dumps([len(f.references) for f in files]).encode()),

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from array import array
 from collections import Counter
 
 import pytest
 
 from query.search.sparse import SparseIndex
 from stores.chunk_postings import (
+    CountCache,
     CountedChunks,
     PostingsRejected,
     count,
@@ -188,3 +190,20 @@ def test_an_index_of_another_tokenizer_tokenizes_itself() -> None:
     plain = SparseIndex(tokenizer=str.split)
     plain.add_files([(f.path, f.chunks) for f in files])
     assert words.bm25.vocabulary() == plain.bm25.vocabulary() != frozenset(tokenize("a.py f"))
+
+
+def test_a_count_cache_gives_the_same_counts_and_holds_only_the_last_counts_chunks() -> None:
+    rng = random.Random(7)
+    before = [c for path in PATHS for c in random_file(rng, path)]
+    after = [*before[: len(before) // 2], chunk("z.py", 0, "brand new words", "n")]
+    cache = CountCache()
+    for chunks in (before, after, after):
+        cached, plain = count(chunks, cache), count(chunks)
+        assert cached.vocabulary == plain.vocabulary and cached.digest == plain.digest
+        for name in ("starts", "terms", "tfs"):
+            assert getattr(cached, name).tolist() == getattr(plain, name).tolist()
+        assert len(cache) == len({c.content_hash for c in chunks})
+    # what it holds is what the next count reads for an unchanged chunk
+    kept = after[0]
+    cache.replace({kept.content_hash: (("reused",), array("i", [3]).tobytes())})
+    assert count([kept], cache).vocabulary == ("reused",)
