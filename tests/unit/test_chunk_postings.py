@@ -207,3 +207,26 @@ def test_a_count_cache_gives_the_same_counts_and_holds_only_the_last_counts_chun
     kept = after[0]
     cache.replace({kept.content_hash: (("reused",), array("i", [3]).tobytes())})
     assert count([kept], cache).vocabulary == ("reused",)
+
+
+def test_counts_go_to_free_slots_as_tokens_do() -> None:
+    """An index with free slots (documents removed, then compacted) places counted
+    documents one by one, in the slots `add_many` would give them."""
+    old = [chunk("a.py", n, f"stale words {n}", "f") for n in range(4)]
+    new = {p: [chunk(p, n, f"parse {p} row {n}", "g") for n in range(3)] for p in PATHS[:3]}
+    files = [record(p, new[p]) for p in sorted(new)]
+    counted = CountedChunks.of(count([c for f in files for c in f.chunks]), files)
+    assert counted is not None
+    indexes = []
+    for counts in (None, counted):
+        index = _index((0.0, 0))
+        index.add_file("a.py", old)
+        index.remove_file("a.py")  # compacted at once: four free slots
+        index.add_files([(f.path, f.chunks) for f in files], counts)
+        indexes.append(index)
+    tokenized, from_counts = indexes
+    for query in ("parse row", "a/b/users.py row 2", "stale"):
+        assert hexed(from_counts.search(query, limit=9)) == hexed(tokenized.search(query, limit=9))
+    assert [from_counts.bm25._slot_of[c.id] for f in files for c in f.chunks] == [
+        tokenized.bm25._slot_of[c.id] for f in files for c in f.chunks
+    ]
