@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from stores.chunk_postings import CountCache
 from stores.deltas import GraphDelta
 from stores.neighborhoods import NeighborhoodSnapshot
 from stores.repo_state import RepoState
@@ -85,6 +86,9 @@ class StateKeeper:
     worker restored from the snapshot then resolves nothing before its first change."""
     _tracked: dict[str, _Tracked] = field(default_factory=dict)
     _turns: WriteTurns = field(default_factory=lambda: WriteTurns("state_snapshot"))
+    # each repository's chunk counts of its last snapshot, reused by the next (unchanged
+    # chunks are not tokenized again: ~2 s of sympy's encoding)
+    _counts: dict[str, CountCache] = field(default_factory=dict)
     written: int = 0
     published: int = 0
 
@@ -117,6 +121,7 @@ class StateKeeper:
     def forget(self, repos: Iterable[str]) -> None:
         for repo in repos:  # another worker owns it now; its file stays for a restart
             self._tracked.pop(repo, None)
+            self._counts.pop(repo, None)
 
     def due(self, now: float) -> list[str]:
         policy = self.policy
@@ -210,7 +215,8 @@ class StateKeeper:
     def _encode_and_write(
         self, snapshot: StateSnapshot, offset: int | None, floor: int | None
     ) -> bytes:
-        raw = encode(snapshot, offset=offset, floor=floor)
+        counts = self._counts.setdefault(snapshot.repo, CountCache())
+        raw = encode(snapshot, offset=offset, floor=floor, counts=counts)
         self.files.write_bytes(snapshot.repo, raw)
         return raw
 

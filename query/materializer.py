@@ -49,7 +49,7 @@ from stores.metrics import CONSUMER_LAG, consumed
 from stores.neighborhoods import decode_snapshot
 from stores.ranking import decode_profile
 from stores.state_files import StateFiles
-from stores.state_snapshot import StateSnapshot
+from stores.state_snapshot import ReaderSnapshot
 from stores.state_topic import StateTopic
 from stores.tokens import decode_token
 
@@ -65,7 +65,7 @@ UNANSWERED_HOLD_S = 1.0
 in answers that do not look themselves (the list of repositories); the next answer
 about the repository looks again."""
 
-Restorable = tuple[StateSnapshot | None, SavedLedger | None]
+Restorable = tuple[ReaderSnapshot | None, SavedLedger | None]
 """A repository's state snapshot and the churn ledger saved beside it, as read."""
 
 
@@ -334,7 +334,7 @@ class Materializer:
     def _read(self, repo: str) -> Restorable:
         """The repository's state snapshot and, with one, its saved churn ledger."""
         files = self._state_files
-        snapshot = files.load(repo, references=False) if files is not None else None
+        snapshot = files.load_reader(repo) if files is not None else None
         churn = self._churn_files
         return snapshot, churn.load(repo) if churn is not None and snapshot is not None else None
 
@@ -349,10 +349,11 @@ class Materializer:
         if (error := loading.exception()) is not None:
             log.error("state_snapshot_load_failed", repo=repo, error=repr(error))
             return
-        snapshot, ledger = loading.result()
+        decoded, ledger = loading.result()
         held = self.model.repos.get(repo)
-        if snapshot is not None and (held is None or held.state.seq == 0):
-            if load_snapshot(self.model, snapshot, ledger):
+        if decoded is not None and (held is None or held.state.seq == 0):
+            snapshot = decoded.snapshot
+            if load_snapshot(self.model, snapshot, ledger, decoded.postings):
                 self._unconfirmed[repo] = snapshot.seq
 
     async def _preload(self, keys: set[bytes]) -> None:
@@ -393,10 +394,11 @@ class Materializer:
         ``up`` runs on the same data dir stay on disk)."""
         if self._state_files is None or self._aside(delta.repo):
             return
-        snapshot = self._state_files.load(delta.repo, references=False)
-        if snapshot is not None and snapshot.seq >= delta.seq - 1:
+        decoded = self._state_files.load_reader(delta.repo)
+        if decoded is not None and decoded.snapshot.seq >= delta.seq - 1:
             churn = self._churn_files
-            load_snapshot(self.model, snapshot, churn.load(delta.repo) if churn else None)
+            ledger = churn.load(delta.repo) if churn else None
+            load_snapshot(self.model, decoded.snapshot, ledger, decoded.postings)
 
     def _aside(self, repo: str) -> bool:
         """Whether the log alone decides the repository: a snapshot of it was set aside

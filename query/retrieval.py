@@ -34,6 +34,7 @@ from query.search.ranking import (
     rank,
 )
 from query.search.sparse import SparseIndex
+from stores.chunk_postings import CountedChunks
 from stores.deltas import GraphDelta
 from stores.records import ChunkRecord, FileRecord, trusted
 from stores.repo_state import RepoState
@@ -80,10 +81,16 @@ class RepoRetrieval:
         dense = self.dense is not None and self.dense.store.count(self.repo) > 0
         return ("bm25", "mentions", "dense") if dense else ("bm25", "mentions")
 
-    def apply(self, delta: GraphDelta, lean: Mapping[str, FileRecord] | None = None) -> None:
+    def apply(
+        self,
+        delta: GraphDelta,
+        lean: Mapping[str, FileRecord] | None = None,
+        counted: CountedChunks | None = None,
+    ) -> None:
         """Fold ``delta``; ``lean``: the records the state holds for its files, when they
         are its records without their chunk texts (the read side's), whose chunks are
-        then the ones kept here."""
+        then the ones kept here. ``counted``: the tokens of its chunks counted already (a
+        snapshot's postings, `SparseIndex.add_files`)."""
         for path in delta.files_removed:
             self.remove(path)
         # The sparse index takes the upserted files in one batch (`SparseIndex.add_files`):
@@ -95,7 +102,7 @@ class RepoRetrieval:
                 self.upsert(record, lean.get(record.path) if lean is not None else None)
         finally:
             self._to_index = None
-            self.sparse.add_files(batch.items())
+            self.sparse.add_files(batch.items(), counted)
 
     def upsert(self, record: FileRecord, kept: FileRecord | None = None) -> None:
         """Index ``record`` (its chunks with their texts); ``kept``: the state's record of

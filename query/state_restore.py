@@ -20,6 +20,7 @@ import structlog
 from query.churn.durable import SavedLedger, mismatch, restore
 from query.read_model import ReadModel, RepoView
 from query.retrieval import lean_record
+from stores.chunk_postings import ChunkPostings, CountedChunks
 from stores.projections.graph_state import FileGraphState
 from stores.state_snapshot import StateSnapshot, base_delta, restore_state
 
@@ -27,11 +28,17 @@ log = structlog.get_logger(__name__)
 
 
 def load_snapshot(
-    model: ReadModel, snapshot: StateSnapshot, ledger: SavedLedger | None = None
+    model: ReadModel,
+    snapshot: StateSnapshot,
+    ledger: SavedLedger | None = None,
+    postings: ChunkPostings | None = None,
 ) -> bool:
     """Replace the repository's view by the snapshot's state when it is ahead of it;
     what the read side knows of its producers (statuses, dead letters) is kept. The
-    churn ``ledger`` saved of this repository, if any, is loaded when it fits."""
+    churn ``ledger`` saved of this repository, if any, is loaded when it fits. The
+    chunk ``postings`` the snapshot carries, if any, index its chunks without
+    tokenizing them when they were counted of exactly these chunks (else logged
+    ``chunk_postings_unused`` and the texts are tokenized: the same index either way)."""
     repo = snapshot.repo
     held = model.repos.get(repo)
     if held is not None and held.state.seq >= snapshot.seq:
@@ -45,7 +52,10 @@ def load_snapshot(
     view.state = state
     view.file_graph = FileGraphState.of(state)
     whole = base_delta(snapshot).model_copy(update={"files_upserted": full})
-    view.retrieval.apply(whole, state.files)
+    counted = CountedChunks.of(postings, full) if postings is not None else None
+    if postings is not None and counted is None:
+        log.warning("chunk_postings_unused", repo=repo, seq=state.seq, reason="other_chunks")
+    view.retrieval.apply(whole, state.files, counted)
     view.churn.seq = state.seq  # folds the deltas after the snapshot, not before
     hoods = snapshot.neighborhoods
     if hoods is not None:
@@ -56,7 +66,13 @@ def load_snapshot(
     if ledger is not None:
         _load_ledger(view, snapshot, ledger)
     model.deltas_applied += 1
-    log.info("read_side_state_loaded", repo=repo, seq=state.seq, files=len(state.files))
+    log.info(
+        "read_side_state_loaded",
+        repo=repo,
+        seq=state.seq,
+        files=len(state.files),
+        postings=counted is not None,
+    )
     return True
 
 

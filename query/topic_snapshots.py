@@ -20,7 +20,6 @@ else the partition is read from its start (``unseek``), as without offsets.
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Callable, Sequence
 
 import structlog
@@ -31,7 +30,7 @@ from query.state_restore import empty_view, load_snapshot
 from stores.delta_seek import AnchorCheck, Seek, plan
 from stores.deltas import GraphDelta, peek_envelope, peek_seq
 from stores.state_snapshot import Continuation, SnapshotHeader
-from stores.state_topic import StateTopic, decode_offered
+from stores.state_topic import StateTopic, read_offered
 
 log = structlog.get_logger(__name__)
 
@@ -64,13 +63,12 @@ class TopicSnapshots:
             every = bool(offered) and partition not in self._topic.troubled
             for repo in sorted(offered):
                 header = offered[repo].header
-                snapshot = await asyncio.to_thread(
-                    functools.partial(decode_offered, references=False), offered.pop(repo)
-                )
-                if snapshot is None or repo in self.refused:
+                decoded = await asyncio.to_thread(read_offered, offered.pop(repo))
+                if decoded is None or repo in self.refused:
                     every = False
                     continue
-                if load_snapshot(self._model, snapshot, ledger_of(repo)):
+                snapshot = decoded.snapshot
+                if load_snapshot(self._model, snapshot, ledger_of(repo), decoded.postings):
                     self.continuing[repo] = Continuation.of(snapshot)
                     loaded.append(header)
                 else:

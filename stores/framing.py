@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +49,57 @@ class Frame:
         }
         header["check"] = header_check(header)
         return self.magic + json.dumps(header, sort_keys=True).encode() + b"\n" + packed
+
+    def encode_sections(
+        self, fields: Mapping[str, object], sections: Sequence[tuple[str, bytes]]
+    ) -> bytes:
+        """A file whose body is several parts, each compressed on its own and listed in
+        the header (``sections``: name, length, sha256), so that a reader inflates and
+        verifies only the parts it reads (`Sections`). The header also holds the whole
+        body's length and sha256, as `encode`'s does (`verified` checks the whole)."""
+        packed = [(name, zlib.compress(body, self.level)) for name, body in sections]
+        table = [
+            {"name": name, "bytes": len(part), "sha256": hashlib.sha256(part).hexdigest()}
+            for name, part in packed
+        ]
+        whole = b"".join(part for _, part in packed)
+        header: dict[str, object] = {
+            **fields,
+            "sections": table,
+            "format": self.version,
+            "schema": self.schema,
+            "bytes": len(whole),
+            "sha256": hashlib.sha256(whole).hexdigest(),
+        }
+        header["check"] = header_check(header)
+        return self.magic + json.dumps(header, sort_keys=True).encode() + b"\n" + whole
+
+    def sections(self, raw: bytes) -> tuple[dict[str, Any], Sections]:
+        """The checked header of a file `encode_sections` wrote and its parts, each
+        verified and inflated when asked for (`Sections.get`); the parts' lengths must
+        add up to the body's."""
+        header, body_at = self.header(raw)
+        at = body_at
+        table = header.get("sections")
+        spans: dict[str, tuple[int, int, str]] = {}
+        if not isinstance(table, list):
+            raise Rejected("invalid", "the header lists no sections")
+        for entry in table:
+            try:
+                name, size, sha = str(entry["name"]), int(entry["bytes"]), str(entry["sha256"])
+            except (KeyError, TypeError, ValueError) as exc:
+                raise Rejected("invalid", f"section entry: {exc!r}") from exc
+            if size < 0 or name in spans:
+                raise Rejected("invalid", f"section {name!r} listed twice or of negative length")
+            spans[name] = (at, size, sha)
+            at += size
+        if len(raw) - body_at != header["bytes"]:
+            raise Rejected(
+                "truncated", f"body of {len(raw) - body_at} bytes, header says {header['bytes']}"
+            )
+        if at != len(raw):
+            raise Rejected("invalid", f"the sections span {at - body_at} bytes of the body")
+        return header, Sections(memoryview(raw), spans)
 
     def header(self, raw: bytes) -> tuple[dict[str, Any], int]:
         """The checked header of ``raw`` (enough of it: the magic and the first line) and
@@ -99,3 +150,29 @@ def header_check(header: Mapping[str, object]) -> str:
     """The digest a header carries of its other fields (``check``)."""
     fields = {k: v for k, v in header.items() if k != "check"}
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class Sections:
+    """The parts of a file's body by name (`Frame.sections`), read one at a time."""
+
+    raw: memoryview
+    spans: Mapping[str, tuple[int, int, str]]  # name -> (start, length, sha256)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.spans
+
+    def get(self, name: str) -> bytes:
+        """The part, verified and inflated; `Rejected` (``invalid``: none of that name;
+        ``checksum``; ``invalid``: does not inflate)."""
+        span = self.spans.get(name)
+        if span is None:
+            raise Rejected("invalid", f"no section {name!r}")
+        start, size, sha = span
+        part = self.raw[start : start + size]
+        if hashlib.sha256(part).hexdigest() != sha:
+            raise Rejected("checksum", f"section {name!r}: its sha256 differs from the header's")
+        try:
+            return zlib.decompress(part)
+        except zlib.error as exc:
+            raise Rejected("invalid", f"section {name!r}: {exc!r}"[:500]) from exc

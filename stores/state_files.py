@@ -20,6 +20,7 @@ still in the log, and a temporary file left behind is never read.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import os
 import re
@@ -32,10 +33,12 @@ from typing import TypeVar
 import structlog
 
 from stores.state_snapshot import (
+    ReaderSnapshot,
     SnapshotHeader,
     SnapshotRejected,
     StateSnapshot,
     decode,
+    decode_reader,
     encode,
     peek,
     read_header,
@@ -83,7 +86,20 @@ class StateFiles:
         except FileNotFoundError:
             log.info("state_snapshot_missing", repo=repo, path=str(path))
             return None
-        return self._decoded(path, raw, repo, references)
+        read = functools.partial(_plain, references=references)
+        found = self._decoded(path, raw, repo, read)
+        return None if found is None else found.snapshot
+
+    def load_reader(self, repo: str) -> ReaderSnapshot | None:
+        """The repository's snapshot as a read side loads it (`decode_reader`: no
+        references, the chunk postings when usable), or None as `load` gives it."""
+        path = self.path_of(repo)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            log.info("state_snapshot_missing", repo=repo, path=str(path))
+            return None
+        return self._decoded(path, raw, repo, decode_reader)
 
     def peek(self, repo: str) -> SnapshotHeader | None:
         """The header of the repository's snapshot, the file verified whole (length and
@@ -136,7 +152,9 @@ class StateFiles:
                     "state_snapshot_rejected", repo=repo, reason="unreadable", error=str(exc)
                 )
                 continue
-            snapshot = self._decoded(path, raw, repo, references)
+            read = functools.partial(_plain, references=references)
+            decoded = self._decoded(path, raw, repo, read)
+            snapshot = None if decoded is None else decoded.snapshot
             if snapshot is not None:
                 found.append(snapshot)
         return found
@@ -150,16 +168,19 @@ class StateFiles:
             return iter(())
         return iter(sorted(self.directory.glob(f"*{SUFFIX}")))
 
-    def _decoded(self, path: Path, raw: bytes, repo: str, references: bool) -> StateSnapshot | None:
+    def _decoded(
+        self, path: Path, raw: bytes, repo: str, read: Callable[[bytes], ReaderSnapshot]
+    ) -> ReaderSnapshot | None:
         started = time.perf_counter()
         try:
             header = read_header(raw[:_HEADER_BYTES])
             if header.repo != repo:
                 raise SnapshotRejected("invalid", f"the file holds {header.repo!r}")
-            snapshot = decode(raw, references=references)
+            decoded = read(raw)
         except SnapshotRejected as rejected:
             self._rejected(path, repo, rejected)
             return None
+        snapshot = decoded.snapshot
         log.info(
             "state_snapshot_loaded",
             repo=repo,
@@ -168,7 +189,7 @@ class StateFiles:
             bytes=len(raw),
             seconds=round(time.perf_counter() - started, 3),
         )
-        return snapshot
+        return decoded
 
     @staticmethod
     def _rejected(path: Path, repo: str, rejected: SnapshotRejected) -> None:
@@ -287,3 +308,8 @@ def state_directory(data_dir: Path, namespace: str) -> Path:
     """Where a deployment's snapshots live: one directory per topic namespace, so that two
     deployments on one data dir (tests, benchmarks) never read each other's."""
     return data_dir / "state" / namespace
+
+
+def _plain(raw: bytes, *, references: bool) -> ReaderSnapshot:
+    """`decode` as `StateFiles._decoded` reads (no postings)."""
+    return ReaderSnapshot(decode(raw, references=references), None)

@@ -11,30 +11,49 @@ state is then ``restore_state(snapshot)`` folded with the deltas numbered after
 The encoding is canonical (records sorted by key), so equal states give equal bytes:
 ``canonical(state)`` is how tests compare a restored state with one folded from the
 whole log. A file is ``MAGIC``, one JSON header line (format and contract fingerprint, repo,
-seq, indexed commit and lease epoch, the body's length and sha256, and the header's own
-check) and the zlib-compressed JSON body; `decode` refuses anything else
-with a `SnapshotRejected` naming the reason (never a half-read state: the caller falls
-back to folding the log, or to a full scan). Pure: values in, values out.
+seq, indexed commit and lease epoch, the body's length and sha256, its sections, and the
+header's own check) and the body in sections, each compressed and checksummed on its
+own (`stores.framing.Frame.encode_sections`, format 2):
+
+- ``state``: the snapshot's JSON, every file's references left out (empty);
+- ``counts``: each file's count of references, in file order (JSON);
+- ``references``: each file's references, in file order (`FileReferences`);
+- ``postings``: every chunk's counted tokens (`stores.chunk_postings`), derived from the
+  state, so that a replica builds its BM25 without tokenizing the chunk texts again.
+
+A worker reads all but the postings; a read side (`decode_reader`) reads the state and
+the counts, never inflates nor parses the references (a third of sympy's JSON), and takes
+the postings when they check (else it tokenizes, as without them: a damaged or foreign
+derived part never changes an answer). `decode` refuses anything else with a
+`SnapshotRejected` naming the reason, a file of format 1 included (never a half-read
+state: the caller falls back to folding the log, or to a full scan). Pure: values in,
+values out.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import structlog
 from pydantic import Field, ValidationError
 
-from stores import trusted_json
+from stores import chunk_postings, trusted_json
+from stores.chunk_postings import ChunkPostings, CountCache, PostingsRejected
 from stores.deltas import CommitRecord, Envelope, GraphDelta, LeaseRecord, SourceMark
-from stores.framing import Frame, Rejected
+from stores.framing import Frame, Rejected, Sections
 from stores.neighborhoods import NeighborhoodSnapshot
-from stores.records import EdgeRecord, FileRecord, NodeRecord, Record
+from stores.records import EdgeRecord, FileRecord, NodeRecord, Record, ReferenceRecord, trusted
 from stores.repo_state import FencedLease, RepoState
 from stores.trusted_json import schema_fingerprint
 
-FORMAT_VERSION = 1
-"""Bumped whenever the body's shape changes: an older file is then refused, not misread."""
+log = structlog.get_logger(__name__)
+
+FORMAT_VERSION = 2
+"""Bumped whenever the body's shape changes: an older file is then refused, not misread
+(2: the body in sections, references and chunk postings apart)."""
 MAGIC = b"GZSTATE\n"
 COMPRESSION_LEVEL = 1
 """zlib's fastest level: django's state compresses ~5x at ~100 MB/s (a restart reads it)."""
@@ -79,6 +98,22 @@ class StateSnapshot(Record):
         "are resolved into the edges (a worker restored from it resolves nothing before "
         "its first change; false: unknown)",
     )
+
+
+class FileReferences(Record):
+    """The ``references`` section: each file's references, in the snapshot's file order."""
+
+    files: tuple[tuple[ReferenceRecord, ...], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderSnapshot:
+    """What a read side loads of a snapshot (`decode_reader`): the state, each file's
+    references as counted placeholders, and the chunks' postings when the snapshot
+    carries some that this build can use (None: the reader tokenizes)."""
+
+    snapshot: StateSnapshot
+    postings: ChunkPostings | None
 
 
 def capture(
@@ -175,7 +210,8 @@ class SnapshotHeader:
 
 
 def _frame() -> Frame:
-    return Frame(MAGIC, FORMAT_VERSION, schema_fingerprint(StateSnapshot), COMPRESSION_LEVEL)
+    schema = schema_fingerprint(StateSnapshot) + schema_fingerprint(FileReferences)
+    return Frame(MAGIC, FORMAT_VERSION, schema, COMPRESSION_LEVEL)
 
 
 def _rejected(refusal: Rejected) -> SnapshotRejected:
@@ -184,12 +220,18 @@ def _rejected(refusal: Rejected) -> SnapshotRejected:
 
 
 def encode(
-    snapshot: StateSnapshot, *, offset: int | None = None, floor: int | None = None
+    snapshot: StateSnapshot,
+    *,
+    offset: int | None = None,
+    floor: int | None = None,
+    counts: CountCache | None = None,
 ) -> bytes:
-    """The file's bytes: MAGIC, the header line, the compressed body (`stores.framing`).
+    """The file's bytes: MAGIC, the header line, the compressed sections (`stores.framing`).
 
     ``offset`` and ``floor`` (`SnapshotHeader`) go in the header only when known: a build
-    that does not know them reads the header as before (its fields are the caller's)."""
+    that does not know them reads the header as before (its fields are the caller's).
+    ``counts``: the chunks' counts of the repository's previous snapshot (a worker keeps
+    them), reused for the chunks that did not change (`stores.chunk_postings.count`)."""
     fields: dict[str, object] = {
         "repo": snapshot.repo,
         "seq": snapshot.seq,
@@ -200,7 +242,24 @@ def encode(
         fields["offset"] = offset
         if floor is not None:
             fields["floor"] = min(floor, offset)
-    return _frame().encode(fields, snapshot.model_dump_json().encode())
+    files = snapshot.files
+    bare = snapshot.model_copy(update={"files": tuple(_with_references(f, ()) for f in files)})
+    references = FileReferences(files=tuple(f.references for f in files))
+    postings = chunk_postings.count(tuple(chunk_postings.chunks_in_order(files)), counts)
+    sections = (
+        ("state", bare.model_dump_json().encode()),
+        ("counts", json.dumps([len(f.references) for f in files]).encode()),
+        ("references", references.model_dump_json().encode()),
+        ("postings", chunk_postings.encode(postings)),
+    )
+    return _frame().encode_sections(fields, sections)
+
+
+def _with_references(record: FileRecord, references: tuple[Any, ...]) -> FileRecord:
+    if record.references == references:
+        return record
+    # trusted: the record's own values, one replaced (a model's copy takes its own set)
+    return trusted(FileRecord, {**record.__dict__, "references": references})
 
 
 def _header(fields: dict[str, Any], body_at: int) -> SnapshotHeader:
@@ -249,24 +308,68 @@ def peek(raw: bytes) -> SnapshotHeader:
     return _header(fields, len(raw) - len(body))
 
 
-_NO_REFERENCES: trusted_json.Elided = frozenset({(FileRecord, "references")})
-
-
 def decode(raw: bytes, *, references: bool = True) -> StateSnapshot:
-    """The snapshot in ``raw``, verified (magic, version, contract, length, checksums).
+    """The snapshot in ``raw``, verified (magic, version, contract, the sections' lengths
+    and checksums).
 
     The body is rebuilt trusted (`stores.trusted_json`): its checksum and the contract's
     fingerprint are verified first. ``references=False``: each file's references are
-    ``None`` placeholders, counted, never built (a replica counts and drops them; they are
-    most of a snapshot's records): such a snapshot restores no worker."""
+    ``None`` placeholders, counted, never built, their section neither inflated nor
+    parsed (a replica counts and drops them; they are most of a snapshot's records):
+    such a snapshot restores no worker. With them, the whole body's checksum is
+    verified too (the postings, which a worker does not read, included)."""
+    if references:
+        try:
+            _frame().verified(raw)
+        except Rejected as refusal:
+            raise _rejected(refusal) from refusal
+    header, sections = _sections(raw)
+    return _state(header, sections, references)
+
+
+def decode_reader(raw: bytes) -> ReaderSnapshot:
+    """What a read side loads (`ReaderSnapshot`): ``decode(raw, references=False)`` and
+    the chunk postings, or None for them when their section does not check or read, or
+    another tokenizer made them (logged ``chunk_postings_unused``; the reader tokenizes)."""
+    header, sections = _sections(raw)
+    snapshot = _state(header, sections, False)
     try:
-        fields, body = _frame().decode(raw)
+        postings: ChunkPostings | None = chunk_postings.decode(sections.get("postings"))
+    except (Rejected, PostingsRejected) as exc:
+        log.warning("chunk_postings_unused", repo=snapshot.repo, seq=snapshot.seq, reason=str(exc))
+        postings = None
+    if postings is not None and not postings.usable:
+        log.info("chunk_postings_unused", repo=snapshot.repo, reason="another tokenizer")
+        postings = None
+    return ReaderSnapshot(snapshot, postings)
+
+
+def _sections(raw: bytes) -> tuple[SnapshotHeader, Sections]:
+    try:
+        fields, sections = _frame().sections(raw)
     except Rejected as refusal:
         raise _rejected(refusal) from refusal
-    header = _header(fields, 0)
+    return _header(fields, 0), sections
+
+
+def _state(header: SnapshotHeader, sections: Sections, references: bool) -> StateSnapshot:
     try:
-        elide = frozenset() if references else _NO_REFERENCES
-        snapshot = trusted_json.load(StateSnapshot, body, elide)
+        snapshot: StateSnapshot = trusted_json.load(StateSnapshot, sections.get("state"))
+        counts = json.loads(sections.get("counts"))
+        if not isinstance(counts, list) or len(counts) != len(snapshot.files):
+            raise ValueError("the reference counts do not match the files")
+        if references:
+            held = trusted_json.load(FileReferences, sections.get("references")).files
+            if [len(r) for r in held] != counts:
+                raise ValueError("the references do not match their counts")
+        else:
+            if not all(isinstance(n, int) and n >= 0 for n in counts):
+                raise ValueError("a reference count is not a count")
+            held = [(None,) * n for n in counts]
+        files = tuple(_with_references(f, r) for f, r in zip(snapshot.files, held, strict=True))
+        snapshot = trusted(StateSnapshot, {**snapshot.__dict__, "files": files})
+    except Rejected as refusal:
+        raise _rejected(refusal) from refusal
     except (ValidationError, KeyError, TypeError, ValueError) as exc:
         raise SnapshotRejected("invalid", repr(exc)[:500]) from exc
     if (snapshot.repo, snapshot.seq) != (header.repo, header.seq):

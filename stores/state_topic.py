@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -37,10 +37,12 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from stores.delta_log import EndOffsets
 from stores.state_snapshot import (
+    ReaderSnapshot,
     SnapshotHeader,
     SnapshotRejected,
     StateSnapshot,
     decode,
+    decode_reader,
     read_header,
 )
 
@@ -211,10 +213,21 @@ def keep_latest(found: dict[str, Offered], raw: bytes, partition: int) -> bool:
 def decode_offered(offered: Offered, *, references: bool = True) -> StateSnapshot | None:
     """The snapshot of a message, verified whole, or None: refused (logged);
     ``references`` as `stores.state_snapshot.decode` takes it."""
+    found = _decoded(offered, lambda raw: ReaderSnapshot(decode(raw, references=references), None))
+    return None if found is None else found.snapshot
+
+
+def read_offered(offered: Offered) -> ReaderSnapshot | None:
+    """The snapshot of a message as a read side loads it (`decode_reader`: no references,
+    the chunk postings when usable), or None: refused (logged)."""
+    return _decoded(offered, decode_reader)
+
+
+def _decoded(offered: Offered, read: Callable[[bytes], ReaderSnapshot]) -> ReaderSnapshot | None:
     started = time.perf_counter()
     repo = offered.header.repo
     try:
-        snapshot = decode(offered.raw, references=references)
+        decoded = read(offered.raw)
     except SnapshotRejected as rejected:
         log.warning(
             "state_snapshot_rejected",
@@ -225,6 +238,7 @@ def decode_offered(offered: Offered, *, references: bool = True) -> StateSnapsho
             detail=rejected.detail,
         )
         return None
+    snapshot = decoded.snapshot
     log.info(
         "state_snapshot_loaded",
         source="topic",
@@ -233,8 +247,9 @@ def decode_offered(offered: Offered, *, references: bool = True) -> StateSnapsho
         files=len(snapshot.files),
         bytes=len(offered.raw),
         seconds=round(time.perf_counter() - started, 3),
+        postings=decoded.postings is not None,
     )
-    return snapshot
+    return decoded
 
 
 def _note_trouble(troubled: set[int], partitions: Sequence[int], latest: Latest) -> None:

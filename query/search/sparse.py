@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 import numpy as np
 
 from query.search.bm25 import BM25, Statistics
+from stores.chunk_postings import CountedChunks
 from stores.records import ChunkRecord
 from stores.text.chunk_text import embed_text
 from stores.text.tokens import tokenize, word_tokens
@@ -90,10 +91,50 @@ class SparseIndex:
         """Index a file's chunks, replacing whatever the file had."""
         self.add_files([(path, chunks)])
 
-    def add_files(self, files: Iterable[tuple[str, Iterable[ChunkRecord]]]) -> None:
+    def add_files(
+        self,
+        files: Iterable[tuple[str, Iterable[ChunkRecord]]],
+        counted: CountedChunks | None = None,
+    ) -> None:
         """`add_file` each ``(path, chunks)`` in turn, the BM25's adds in one batch
-        (`BM25.add_many`: a snapshot's or a scan's files go to its base at once)."""
-        self._bm25.add_many(self._documents(files))
+        (`BM25.add_many`: a snapshot's or a scan's files go to its base at once).
+
+        ``counted``: the chunks' tokens counted already (a snapshot's postings, checked
+        against its chunks by the caller): the files it holds are indexed from the counts
+        (`BM25.add_counted`), without tokenizing, when this index tokenizes as they were
+        counted (the default tokenizer, ``path_weight`` 1); the others as without."""
+        if counted is None or self._tokenize is not tokenize or self._path_weight != 1:
+            self._bm25.add_many(self._documents(files))
+            return
+        rest: list[tuple[str, tuple[ChunkRecord, ...]]] = []
+        postings = counted.postings
+        self._bm25.add_counted(
+            self._counted(files, counted, rest),
+            postings.vocabulary,
+            postings.starts,
+            postings.terms,
+            postings.tfs,
+        )
+        if rest:
+            self._bm25.add_many(self._documents(rest))
+
+    def _counted(
+        self,
+        files: Iterable[tuple[str, Iterable[ChunkRecord]]],
+        counted: CountedChunks,
+        rest: list[tuple[str, tuple[ChunkRecord, ...]]],
+    ) -> Iterator[tuple[str, int, int]]:
+        """`_documents` of the files ``counted`` holds, as (chunk id, file number, chunk's
+        place in the counts); the others go to ``rest``."""
+        for path, given in files:
+            chunks = tuple(given)
+            first = counted.first.get(path)
+            if first is None or counted.sizes[path] != len(chunks) or not chunks:
+                rest.append((path, chunks))
+                continue
+            number = self._numbered(path, chunks)
+            for i, chunk in enumerate(chunks):
+                yield chunk.id, number, first + i
 
     def _documents(
         self, files: Iterable[tuple[str, Iterable[ChunkRecord]]]
@@ -102,22 +143,28 @@ class SparseIndex:
         chunk removed while its batch is pending is a tombstone, as after an add)."""
         for path, given in files:
             chunks = tuple(given)
-            if any(chunk.path != path for chunk in chunks):
-                raise ValueError(f"chunks of another file given for {path}")
-            self.remove_file(path)
             if not chunks:
+                self.remove_file(path)
                 continue
-            if self._free_files:
-                number = self._free_files.pop()
-                self._paths[number] = path
-            else:
-                number = len(self._paths)
-                self._paths.append(path)
-            self._file_of[path] = number
-            self._chunks_of[path] = tuple(chunk.id for chunk in chunks)
+            number = self._numbered(path, chunks)
             path_tokens = self._tokenize(path) * (self._path_weight - 1)
             for chunk in chunks:
                 yield chunk.id, [*path_tokens, *self._tokenize(embed_text(chunk))], number
+
+    def _numbered(self, path: str, chunks: tuple[ChunkRecord, ...]) -> int:
+        """The file's earlier chunks removed, its number (its chunks' group) given."""
+        if any(chunk.path != path for chunk in chunks):
+            raise ValueError(f"chunks of another file given for {path}")
+        self.remove_file(path)
+        if self._free_files:
+            number = self._free_files.pop()
+            self._paths[number] = path
+        else:
+            number = len(self._paths)
+            self._paths.append(path)
+        self._file_of[path] = number
+        self._chunks_of[path] = tuple(chunk.id for chunk in chunks)
+        return number
 
     def remove_file(self, path: str) -> bool:
         """Forget a file's chunks; False when it had none indexed."""

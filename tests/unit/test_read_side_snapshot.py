@@ -7,6 +7,8 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+from structlog.testing import capture_logs
+
 from producers.topics import DEFAULT_TOPICS
 from query.materializer import Materializer
 from query.read_model import ReadModel, RepoView
@@ -15,7 +17,7 @@ from query.state_restore import load_snapshot
 from stores.deltas import GraphDelta, encode_delta
 from stores.repo_state import RepoState
 from stores.state_files import StateFiles
-from stores.state_snapshot import canonical, capture, decode, encode
+from stores.state_snapshot import canonical, capture, decode, decode_reader, encode
 from tests.factories import neighborhood_snapshot, source_status
 from tests.unit.test_graph_patch import FILES, scanned
 from tests.unit.test_state_snapshot import fold, history, reader_fold
@@ -163,3 +165,58 @@ def test_a_replica_decodes_a_snapshot_without_building_its_references() -> None:
     assert served(views[0]) == served(views[1])
     assert views[0].references == views[1].references and any(views[1].references.values())
     assert all(not r.references for r in views[1].state.files.values())
+
+
+QUESTIONS = ["engine start", "load user", "json dumps value", "serve", "a b c", "pkg core"]
+
+
+def answers(view: RepoView) -> list[object]:
+    """The sparse index's answers to a few questions, scores as ``float.hex``."""
+    sparse = view.retrieval.sparse
+    found: list[object] = [len(sparse), sorted(sparse.bm25.vocabulary())]
+    for question in QUESTIONS:
+        found.append([(p, s.hex(), c) for p, s, c in sparse.rank_files(question, 20)])
+        found.append([(c, s.hex()) for c, s in sparse.search(question, limit=20)])
+    return found
+
+
+def test_a_view_indexed_from_the_snapshots_postings_answers_as_one_that_tokenized() -> None:
+    """At every cut: loaded with the snapshot's carried postings, then fed the rest, the
+    view reads and ranks, bit for bit, as the whole fold (and as a load that tokenized)."""
+    _, deltas = fold(history(11, edits=20))
+    whole = ReadModel(clock=lambda: 50.0)
+    for delta in deltas:
+        whole.apply_delta(delta)
+    expected = (seen(whole.repos["app-1"]), answers(whole.repos["app-1"]))
+    assert len(whole.repos["app-1"].retrieval.sparse) > 0
+    used = 0
+    for cut in range(1, len(deltas) + 1):
+        read = decode_reader(encode(capture(reader_fold(deltas[:cut]))))
+        assert read.postings is not None
+        for postings in (read.postings, None):
+            model = ReadModel(clock=lambda: 50.0)
+            with capture_logs() as logs:
+                assert load_snapshot(model, read.snapshot, None, postings)
+            loaded = [e for e in logs if e["event"] == "read_side_state_loaded"]
+            used += loaded[0]["postings"]
+            assert loaded[0]["postings"] == (postings is not None)
+            for delta in deltas[cut:]:
+                assert model.apply_delta(delta)
+            view = model.repos["app-1"]
+            assert (seen(view), answers(view)) == expected, f"loaded at delta {cut}"
+    assert used > 0
+
+
+def test_postings_of_other_chunks_are_not_used_and_the_texts_are_tokenized() -> None:
+    _, deltas = fold(history(11, edits=20))
+    early, late = reader_fold(deltas[:8]), reader_fold(deltas)
+    stale = decode_reader(encode(capture(early))).postings
+    read = decode_reader(encode(capture(late)))
+    assert stale is not None and read.postings is not None and stale.digest != read.postings.digest
+    honest = ReadModel(clock=lambda: 50.0)
+    load_snapshot(honest, read.snapshot, None, read.postings)
+    model = ReadModel(clock=lambda: 50.0)
+    with capture_logs() as logs:
+        assert load_snapshot(model, read.snapshot, None, stale)
+    assert [e["reason"] for e in logs if e["event"] == "chunk_postings_unused"] == ["other_chunks"]
+    assert answers(model.repos["app-1"]) == answers(honest.repos["app-1"])

@@ -89,7 +89,9 @@ async def test_a_restart_on_an_empty_log_continues_from_the_snapshot(tmp_path: P
         (lambda raw: raw[:-10], "truncated"),
         (lambda raw: raw[:-3] + b"xyz", "checksum"),
         (
-            lambda raw: raw.replace(b'"format": 1', f'"format": {FORMAT_VERSION + 1}'.encode()),
+            lambda raw: raw.replace(
+                f'"format": {FORMAT_VERSION}'.encode(), f'"format": {FORMAT_VERSION + 1}'.encode()
+            ),
             "wrong_version",
         ),
         (lambda raw: b"", "not_a_snapshot"),

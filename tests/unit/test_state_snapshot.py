@@ -11,19 +11,22 @@ import zlib
 import pytest
 
 from processors.indexer import RepoIndex
+from stores import chunk_postings
 from stores.deltas import GraphDelta
-from stores.framing import header_check
+from stores.framing import Frame, header_check
 from stores.neighborhoods import Created
 from stores.repo_state import RepoState
 from stores.state_snapshot import (
     FORMAT_VERSION,
     MAGIC,
+    FileReferences,
     SnapshotRejected,
     StateSnapshot,
     against_log,
     canonical,
     capture,
     decode,
+    decode_reader,
     encode,
     peek,
     restore_state,
@@ -160,7 +163,9 @@ def _raw() -> bytes:
         (lambda raw: b"PK\x03\x04" + raw[4:], "not_a_snapshot"),
         (lambda raw: b"", "not_a_snapshot"),
         (
-            lambda raw: raw.replace(b'"format": 1', f'"format": {FORMAT_VERSION + 1}'.encode()),
+            lambda raw: raw.replace(
+                f'"format": {FORMAT_VERSION}'.encode(), f'"format": {FORMAT_VERSION + 1}'.encode()
+            ),
             "wrong_version",
         ),
     ],
@@ -172,15 +177,31 @@ def test_a_damaged_snapshot_is_rejected_with_its_reason(damage, reason: str) -> 
 
 
 def _framed(body_json: bytes, **header_fields: object) -> bytes:
-    """Snapshot bytes around ``body_json``, with a header that checks."""
-    body = zlib.compress(body_json)
+    """Snapshot bytes around ``body_json`` (the state section; each file without
+    references), with a header that checks."""
+    try:
+        files = json.loads(body_json).get("files", [])
+    except ValueError:
+        files = []
+    sections = [
+        ("state", body_json),
+        ("counts", json.dumps([0] * len(files)).encode()),
+        ("references", json.dumps({"files": [[] for _ in files]}).encode()),
+        ("postings", b""),
+    ]
+    packed = [(name, zlib.compress(part)) for name, part in sections]
+    body = b"".join(part for _, part in packed)
     header: dict[str, object] = {
         "format": FORMAT_VERSION,
-        "schema": schema_fingerprint(StateSnapshot),
+        "schema": schema_fingerprint(StateSnapshot) + schema_fingerprint(FileReferences),
         "repo": "app-1",
         "seq": 1,
         "indexed_commit": None,
         "epoch": 0,
+        "sections": [
+            {"name": name, "bytes": len(part), "sha256": hashlib.sha256(part).hexdigest()}
+            for name, part in packed
+        ],
         "bytes": len(body),
         "sha256": hashlib.sha256(body).hexdigest(),
         **header_fields,
@@ -312,3 +333,83 @@ def test_a_snapshot_taken_in_the_middle_of_a_scan_is_not_resolved() -> None:
         parse=tiny_parse,
     )
     assert not restored.graph.state_resolved
+
+
+def _real_snapshot() -> StateSnapshot:
+    s = Stamp()
+    index = RepoIndex("app-1")
+    sources = {
+        "pkg/__init__.py": "from pkg.core import Engine\n",
+        "pkg/core.py": (
+            '"""The engine."""\n\nimport json\n\n\nclass Engine:\n'
+            "    def start(self, value):\n        return json.dumps(value)\n"
+        ),
+        "pkg/api.py": "from pkg.core import Engine\n\n\ndef serve():\n    return Engine()\n",
+    }
+    events = [s.claim(), *(s.changed(p, t, origin="scan") for p, t in sources.items())]
+    for n, event in enumerate([*events, s.scan_completed("c9")]):
+        index.handle(event, now=float(n) + 0.25)  # type: ignore[arg-type]
+    return capture(index.state, taken_at=9.5)
+
+
+def test_a_snapshot_of_the_first_format_is_refused_as_another_version() -> None:
+    """Format 1 (one JSON body, references inside): refused, so the log or a scan decides."""
+    snapshot = _real_snapshot()
+    old = Frame(MAGIC, 1, schema_fingerprint(StateSnapshot)).encode(
+        {"repo": "app-1", "seq": snapshot.seq, "indexed_commit": None, "epoch": 0},
+        snapshot.model_dump_json().encode(),
+    )
+    for read in (decode, decode_reader, peek):
+        with pytest.raises(SnapshotRejected) as rejected:
+            read(old)  # type: ignore[operator]
+        assert rejected.value.reason == "wrong_version"
+
+
+def test_a_reader_gets_the_state_its_reference_counts_and_the_chunks_postings() -> None:
+    snapshot = _real_snapshot()
+    assert any(f.references for f in snapshot.files)
+    raw = encode(snapshot)
+    read = decode_reader(raw)
+    assert [len(f.references) for f in read.snapshot.files] == [
+        len(f.references) for f in snapshot.files
+    ]
+    assert all(r is None for f in read.snapshot.files for r in f.references)
+    bare = lambda s: [f.model_copy(update={"references": ()}) for f in s.files]  # noqa: E731
+    assert bare(read.snapshot) == bare(snapshot)
+    assert read.snapshot.edges == snapshot.edges and read.snapshot.nodes == snapshot.nodes
+    chunks = [c for f in snapshot.files for c in f.chunks]
+    expected = chunk_postings.count(chunks)
+    assert read.postings is not None and len(read.postings) == len(chunks) > 0
+    assert read.postings.vocabulary == expected.vocabulary
+    assert read.postings.terms.tolist() == expected.terms.tolist()
+    assert read.postings.tfs.tolist() == expected.tfs.tolist()
+
+
+def _section_damaged(raw: bytes, name: str) -> bytes:
+    """``raw`` with one byte of section ``name`` flipped (the header still checks)."""
+    frame_header_end = raw.index(b"\n", len(MAGIC))
+    header = json.loads(raw[len(MAGIC) : frame_header_end])
+    at = frame_header_end + 1
+    for entry in header["sections"]:
+        if entry["name"] == name:
+            flip = at + entry["bytes"] // 2
+            return raw[:flip] + bytes([raw[flip] ^ 0xFF]) + raw[flip + 1 :]
+        at += entry["bytes"]
+    raise AssertionError(name)
+
+
+def test_damaged_postings_are_left_unused_and_damaged_references_refuse_only_the_worker() -> None:
+    raw = encode(_real_snapshot())
+    read = decode_reader(_section_damaged(raw, "postings"))
+    assert read.postings is None and read.snapshot == decode_reader(raw).snapshot
+    with pytest.raises(SnapshotRejected) as rejected:
+        decode(_section_damaged(raw, "postings"))  # the whole body is verified
+    assert rejected.value.reason == "checksum"
+    damaged = _section_damaged(raw, "references")
+    with pytest.raises(SnapshotRejected):
+        decode(damaged)
+    assert decode_reader(damaged).snapshot == decode_reader(raw).snapshot  # never read
+    for name in ("state", "counts"):
+        with pytest.raises(SnapshotRejected) as rejected:
+            decode_reader(_section_damaged(raw, name))
+        assert rejected.value.reason in {"checksum", "invalid"}
