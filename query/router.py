@@ -267,7 +267,11 @@ def create_router_app(
                 "offset": offset,
                 "limit": limit,
                 "items": items[offset : offset + limit],
-                **stamp([s for s, _ in got], missing),
+                **stamp(
+                    [s for s, _ in got],
+                    missing,
+                    partial=any(page.get("partial", False) for _, page in got),
+                ),
             }
         )
 
@@ -294,7 +298,7 @@ def create_router_app(
                 "candidates": sum(page.candidates for page in pages),
                 "truncated": len(items) < len(hits),
                 "items": [i.model_dump(mode="json") for i in items],
-                **stamp([s for s, _ in answered], missing),
+                **stamp([s for s, _ in answered], missing, partial=any(p.partial for p in pages)),
             }
         )
 
@@ -347,13 +351,16 @@ def create_router_app(
     return app
 
 
-def stamp(answered: Sequence[ShardReplicas], missing: Sequence[str]) -> dict[str, Any]:
+def stamp(
+    answered: Sequence[ShardReplicas], missing: Sequence[str], *, partial: bool = False
+) -> dict[str, Any]:
     """What every merged answer says of its shards: those that answered, those missing,
-    and whether it is partial (never silently)."""
+    and whether it is partial (never silently): a shard missing, or ``partial``, an
+    answer of a replica still loading its partitions (its own ``partial``)."""
     return {
         "shards": [s.shard.describe() for s in answered],
         "missing": list(missing),
-        "partial": bool(missing),
+        "partial": bool(missing) or partial,
     }
 
 
