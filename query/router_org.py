@@ -25,7 +25,6 @@ from typing import Any, Generic, TypeVar
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
 
 from query.audit_log import note_repositories
 from query.graph_search_schemas import GraphCorpusOut, OrgGraphSearchPage
@@ -50,7 +49,7 @@ from query.service.org_answers import (
 from query.service.org_graph_search import graph_answer, graph_corpus
 
 Answers = list[tuple[ShardReplicas, Any]]
-A = TypeVar("A", bound=BaseModel)
+A = TypeVar("A", OrgContextOut, OrgSessionStart, OrgGraphSearchPage)
 
 
 @dataclass(frozen=True, slots=True)
