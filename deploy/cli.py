@@ -62,8 +62,10 @@ VERBS: Mapping[str, Verb] = {
     "ranking": Verb("deploy.ranking_cli:run"),
     "token": Verb("deploy.token_cli:run"),
     "mcp": Verb("deploy.mcp_cli:main"),
-    "search": Verb("deploy.query_cli:search", settings=False),
-    "context": Verb("deploy.query_cli:context", settings=False),
+    "search": Verb("deploy.org_cli:search", settings=False),
+    "context": Verb("deploy.org_cli:context", settings=False),
+    "session-start": Verb("deploy.org_cli:session_start", settings=False),
+    "graph-search": Verb("deploy.org_cli:graph_search", settings=False),
     "definition": Verb("deploy.query_cli:definition", settings=False),
     "references": Verb("deploy.query_cli:edges", settings=False),
     "callers": Verb("deploy.query_cli:edges", settings=False),
@@ -269,13 +271,19 @@ def _query_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
         help="the bearer token to send (default: GAZETTEER_TOKEN; a process's "
         "environment is less visible than its arguments)",
     )
-    search = sub.add_parser("search", help="rank a repository's files for a question")
-    search.add_argument("repo")
-    search.add_argument("question")
+    search = _scoped_parser(
+        sub, "search", "QUESTION", "rank a repository's files for a question, or every one's"
+    )
     search.add_argument("--limit", type=int, default=10, help="files to list (default 10)")
     _service_arguments(search, url)
-    context = sub.add_parser("context", help="print a context pack: the code to read, in budget")
-    context.add_argument("repo")
+    context = sub.add_parser(
+        "context",
+        help="print a context pack: the code to read, in budget",
+        usage="gazetteer context (REPO | --all | --repos PATTERNS) (--q Q | --symbol S | "
+        "--path P) [options]",
+    )
+    context.add_argument("repo", nargs="?", help="the repository (none with --all, --repos)")
+    _org_arguments(context)
     about = context.add_mutually_exclusive_group()
     about.add_argument("--q", help="a question or an issue's text")
     about.add_argument("--symbol", help="a symbol name: 'Session.send'")
@@ -283,9 +291,60 @@ def _query_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
         "--path", help="a file's path in the repository; with --symbol, a file or folder to look in"
     )
     context.add_argument("--budget", type=int, default=8000, help="tokens (default 8000)")
+    context.add_argument("--seeds", type=int, default=3, help="search hits to start from (--q)")
     _service_arguments(context, url)
+    start = _scoped_parser(
+        sub, "session-start", "MESSAGE", "where to start: the neighborhoods a message falls in"
+    )
+    start.add_argument("--top", type=int, default=3, help="neighborhoods (default 3)")
+    start.add_argument("--hits", type=int, default=20, help="search hits mapped (default 20)")
+    start.add_argument("--matched", type=int, default=5, help="files per neighborhood (5)")
+    _service_arguments(start, url)
+    graph = _scoped_parser(
+        sub, "graph-search", "QUERY", "names, words or a glob in seven channels (symbols, paths…)"
+    )
+    graph.add_argument("--channels", help="comma-separated (default all): classes,paths,...")
+    graph.add_argument("--prefix", help="only files under this path prefix")
+    graph.add_argument("--glob", help="only files matching: '**/models.py'")
+    graph.add_argument("--offset", type=int, default=0, help="per channel")
+    graph.add_argument("--limit", type=int, default=10, help="per channel (default 10)")
+    _service_arguments(graph, url)
     _navigation_parsers(sub, url)
     _impact_parser(sub, url)
+
+
+def _scoped_parser(
+    sub: argparse._SubParsersAction,  # type: ignore[type-arg]
+    verb: str,
+    text: str,
+    about: str,
+) -> argparse.ArgumentParser:
+    """A verb of one repository (``REPO TEXT``) or of several (``TEXT --all``, ``TEXT
+    --repos PATTERNS``: issue 18), run by deploy/org_cli.py."""
+    parser = sub.add_parser(
+        verb,
+        help=f"{about} (--all, --repos: across repositories)",
+        usage=f"gazetteer {verb} (REPO {text} | {text} --all | {text} --repos PATTERNS) [options]",
+    )
+    parser.add_argument(
+        "repo", metavar="REPO", help=f"the repository (with --all or --repos: the {text})"
+    )
+    parser.add_argument("question", metavar=text, nargs="?", help="what to ask")
+    _org_arguments(parser)
+    return parser
+
+
+def _org_arguments(verb: argparse.ArgumentParser) -> None:
+    """An org-wide verb's repositories: every one, or those the patterns name."""
+    scope = verb.add_mutually_exclusive_group()
+    scope.add_argument(
+        "--all", action="store_true", help="every repository (that the token may read)"
+    )
+    scope.add_argument(
+        "--repos",
+        metavar="PATTERNS",
+        help="a comma list of ids, root names, substrings or globs: 'svc-*,shared'",
+    )
 
 
 def _service_arguments(verb: argparse.ArgumentParser, url: dict[str, Any]) -> None:

@@ -14,7 +14,8 @@ import httpx
 from query.service_client import QueryError, expand, get_json_now
 
 
-def _ask(args: argparse.Namespace, path: str, params: dict[str, object]) -> Any:
+def ask(args: argparse.Namespace, path: str, params: dict[str, object]) -> Any:
+    """GET ``path`` of ``--url`` with ``--token``: the answer, or `QueryError`."""
     with httpx.Client(base_url=args.url, timeout=60, headers=bearer(args.token)) as client:
         return get_json_now(client, path, params)
 
@@ -24,7 +25,7 @@ def bearer(token: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 
-def _refused(verb: str, error: QueryError) -> int:
+def refused(verb: str, error: QueryError) -> int:
     """Exit 2 when the service is unreachable or refuses the request (4xx), else 1."""
     hint = "; is `gazetteer up` running there? (see --url)" if error.status is None else ""
     print(f"gazetteer {verb}: {error.message}{hint}", file=sys.stderr)
@@ -34,9 +35,9 @@ def _refused(verb: str, error: QueryError) -> int:
 def search(args: argparse.Namespace) -> int:
     path = expand("/repositories/{repo}/search", {"repo": args.repo})
     try:
-        page = _ask(args, path, {"q": args.question, "limit": args.limit})
+        page = ask(args, path, {"q": args.question, "limit": args.limit})
     except QueryError as exc:
-        return _refused("search", exc)
+        return refused("search", exc)
     for hit in page["items"]:
         signals = " ".join(f"{k}={v:.3g}" for k, v in hit["signals"].items() if v)
         print(f"{hit['path']}:{hit['read']}  {hit['score']:.4f}  {signals}")
@@ -50,11 +51,17 @@ def search(args: argparse.Namespace) -> int:
 
 def context(args: argparse.Namespace) -> int:
     path = expand("/repositories/{repo}/context", {"repo": args.repo})
-    about = {"q": args.q, "symbol": args.symbol, "path": args.path, "budget": args.budget}
+    about = {
+        "q": args.q,
+        "symbol": args.symbol,
+        "path": args.path,
+        "budget": args.budget,
+        "seeds": args.seeds if args.q is not None else None,
+    }
     try:
-        pack = _ask(args, path, about)
+        pack = ask(args, path, about)
     except QueryError as exc:
-        return _refused("context", exc)
+        return refused("context", exc)
     print(pack["text"])
     print(
         f"# {pack['tokens']} of {pack['budget']} tokens; confidence {pack['confidence']};"
@@ -72,12 +79,13 @@ def _where(node: dict[str, Any]) -> str:
     return f"{node['path'] or node['id']}{lines}"
 
 
-def _navigate(verb: str, args: argparse.Namespace, route: str, params: dict[str, object]) -> Any:
+def navigate(verb: str, args: argparse.Namespace, route: str, params: dict[str, object]) -> Any:
+    """A repository's ``route``: the answer, or None once the refusal is printed."""
     path = expand(f"/repositories/{{repo}}/{route}", {"repo": args.repo})
     try:
-        return _ask(args, path, params)
+        return ask(args, path, params)
     except QueryError as exc:
-        _refused(verb, exc)
+        refused(verb, exc)
         return None
 
 
@@ -91,7 +99,7 @@ def _footer(page: dict[str, Any]) -> None:
 
 def definition(args: argparse.Namespace) -> int:
     params = {"name": args.name, "path": args.path, "offset": args.offset, "limit": args.limit}
-    page = _navigate("definition", args, "definition", params)
+    page = navigate("definition", args, "definition", params)
     if page is None:
         return 2
     for d in page["items"]:
@@ -103,7 +111,7 @@ def definition(args: argparse.Namespace) -> int:
 def edges(args: argparse.Namespace) -> int:
     """``references``, ``callers`` and ``callees``: the verb is the route."""
     params = {"symbol": args.symbol, "path": args.path, "offset": args.offset, "limit": args.limit}
-    page = _navigate(args.command, args, args.command, params)
+    page = navigate(args.command, args, args.command, params)
     if page is None:
         return 2
     print(f"# {args.command} of {_where(page['node'])} {page['node']['name']}", file=sys.stderr)
@@ -120,7 +128,7 @@ def edges(args: argparse.Namespace) -> int:
 
 def path(args: argparse.Namespace) -> int:
     params = {"source": args.source, "target": args.target, "max_hops": args.max_hops}
-    answer = _navigate("path", args, "path", params)
+    answer = navigate("path", args, "path", params)
     if answer is None:
         return 2
     if not answer["found"]:
@@ -146,7 +154,7 @@ def neighbors(args: argparse.Namespace) -> int:
         "offset": args.offset,
         "limit": args.limit,
     }
-    page = _navigate("neighbors", args, "neighbors", params)
+    page = navigate("neighbors", args, "neighbors", params)
     if page is None:
         return 2
     for n in page["items"]:

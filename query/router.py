@@ -61,6 +61,9 @@ RETRIED = frozenset({502, 503, 504})
 
 TIMEOUT_S = 30.0
 
+SHARD_PAGE = 1000
+"""A replica's largest page of ``/repositories`` (query/api.py ``MAX_PAGE``)."""
+
 
 @dataclass
 class ShardReplicas:
@@ -183,6 +186,26 @@ class Router:
         )
         return answers, sorted(set(missing) | set(lost) | set(gone))
 
+    async def listed(
+        self, shard: ShardReplicas, params: Mapping[str, str], headers: Mapping[str, str], want: int
+    ) -> dict[str, Any]:
+        """A shard's first ``want`` repositories in the order ``params`` ask, gathered
+        in pages of at most `SHARD_PAGE` (a replica's largest): the merge's page at
+        ``offset`` needs each shard's first ``offset + limit``, and one page of 1,000
+        left a shard's later repositories out of every page past the first thousand.
+        Its total and ``partial`` are its last page's."""
+        items: list[Any] = []
+        while True:
+            asked = {
+                **params,
+                "offset": str(len(items)),
+                "limit": str(min(SHARD_PAGE, want - len(items))),
+            }
+            page = await self.json_of(shard, "GET", "/repositories", params=asked, headers=headers)
+            items += page["items"]
+            if not page["items"] or len(items) >= min(want, page["total"]):
+                return {**page, "items": items}
+
     async def json_of(self, shard: ShardReplicas, method: str, path: str, **request: Any) -> Any:
         answer = await self.send(shard, method, path, **request)
         if answer.status_code in (401, 403):
@@ -249,14 +272,15 @@ def create_router_app(
         if params.get("sort", "repo") not in get_args(RepositoryOrder):
             orders = ", ".join(get_args(RepositoryOrder))
             return JSONResponse({"detail": f"sort: one of {orders}"}, 422)
-        offset = int(params.pop("offset", 0) or 0)
-        limit = int(params.pop("limit", 100) or 100)
-        params.update(offset="0", limit=str(min(offset + limit, 1000)))
+        try:
+            offset, limit = int(params.pop("offset", 0)), int(params.pop("limit", 100))
+        except ValueError:
+            return JSONResponse({"detail": "offset and limit: integers"}, 422)
+        if offset < 0 or not 1 <= limit <= SHARD_PAGE:
+            return JSONResponse({"detail": f"offset >= 0, limit 1-{SHARD_PAGE}"}, 422)
 
         async def ask(shard: ShardReplicas) -> Any:
-            return await router.json_of(
-                shard, "GET", "/repositories", params=params, headers=forwarded(request)
-            )
+            return await router.listed(shard, params, forwarded(request), offset + limit)
 
         got, missing = await router.each(ask)
         order = repository_key(params.get("sort", "repo"))
@@ -267,7 +291,11 @@ def create_router_app(
                 "offset": offset,
                 "limit": limit,
                 "items": items[offset : offset + limit],
-                **stamp([s for s, _ in got], missing),
+                **stamp(
+                    [s for s, _ in got],
+                    missing,
+                    partial=any(page.get("partial", False) for _, page in got),
+                ),
             }
         )
 
@@ -294,7 +322,7 @@ def create_router_app(
                 "candidates": sum(page.candidates for page in pages),
                 "truncated": len(items) < len(hits),
                 "items": [i.model_dump(mode="json") for i in items],
-                **stamp([s for s, _ in answered], missing),
+                **stamp([s for s, _ in answered], missing, partial=any(p.partial for p in pages)),
             }
         )
 
@@ -347,13 +375,16 @@ def create_router_app(
     return app
 
 
-def stamp(answered: Sequence[ShardReplicas], missing: Sequence[str]) -> dict[str, Any]:
+def stamp(
+    answered: Sequence[ShardReplicas], missing: Sequence[str], *, partial: bool = False
+) -> dict[str, Any]:
     """What every merged answer says of its shards: those that answered, those missing,
-    and whether it is partial (never silently)."""
+    and whether it is partial (never silently): a shard missing, or ``partial``, an
+    answer of a replica still loading its partitions (its own ``partial``)."""
     return {
         "shards": [s.shard.describe() for s in answered],
         "missing": list(missing),
-        "partial": bool(missing),
+        "partial": bool(missing) or partial,
     }
 
 

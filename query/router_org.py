@@ -25,7 +25,6 @@ from typing import Any, Generic, TypeVar
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
 
 from query.audit_log import note_repositories
 from query.graph_search_schemas import GraphCorpusOut, OrgGraphSearchPage
@@ -50,7 +49,7 @@ from query.service.org_answers import (
 from query.service.org_graph_search import graph_answer, graph_corpus
 
 Answers = list[tuple[ShardReplicas, Any]]
-A = TypeVar("A", bound=BaseModel)
+A = TypeVar("A", OrgContextOut, OrgSessionStart, OrgGraphSearchPage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +64,8 @@ class Merged(Generic[A]):
         """The answer as JSON with its shards (``repos``: the audit line's)."""
         note_repositories(request.scope, sorted(set(repos)))
         body = self.answer.model_dump(mode="json", exclude={"partitions"})
-        return JSONResponse({**body, **stamp(self.answered, self.missing)})
+        stamped = stamp(self.answered, self.missing, partial=self.answer.partial)
+        return JSONResponse({**body, **stamped})
 
 
 def merged(answer: A, found: Answers, *missing: Sequence[str]) -> Merged[A]:
@@ -100,7 +100,7 @@ class OrgFanOut:
         packed, lost = await self.router.each(pack, list(owners.values()))
         built = {c.repo: c for _, p in packed for c in PackSections.model_validate(p).sections}
         sections = [built[p.repo] for p in planned if p.repo in built]
-        partial = bool(missing or lost)
+        partial = bool(missing or lost) or any(p.partial for p in pages)
         answer = context_answer(q, pages, sections, budget, partitions="", partial=partial)
         return merged(answer, found, missing, lost)
 
@@ -110,8 +110,9 @@ class OrgFanOut:
         body = {"q": q, "repos": repos, "limit": hits, "max_tokens": CANDIDATES_TOKENS}
         found, missing = await self.router.across("/shard/session-start", body, self.headers)
         parts = [SessionCandidates.model_validate(part) for _, part in found]
+        partial = bool(missing) or any(p.page.partial for p in parts)
         answer = session_answer(
-            q, parts, top=top, hits=hits, matched=matched, partitions="", partial=bool(missing)
+            q, parts, top=top, hits=hits, matched=matched, partitions="", partial=partial
         )
         return merged(answer, found, missing)
 
@@ -124,13 +125,14 @@ class OrgFanOut:
         corpus = graph_corpus(GraphCorpusOut.model_validate(c) for _, c in got)
         body["corpus"] = corpus.model_dump(mode="json")
         found, lost = await self._each("/shard/graph-search", body, [s for s, _ in got])
+        pages = [OrgGraphSearchPage.model_validate(page) for _, page in found]
         answer = graph_answer(
             q,
-            [OrgGraphSearchPage.model_validate(page) for _, page in found],
+            pages,
             offset=offset,
             limit=limit,
             partitions="",
-            partial=bool(missing or lost),
+            partial=bool(missing or lost) or any(p.partial for p in pages),
         )
         return merged(answer, found, missing, lost)
 

@@ -59,6 +59,11 @@ class RepositoryList(BaseModel):
     offset: int
     limit: int
     items: list[Repository]
+    partial: bool = Field(
+        False,
+        description="the replica is still loading its partitions: repositories it does not "
+        "hold yet are missing from the list and the total",
+    )
 
 
 class FileSummary(BaseModel):

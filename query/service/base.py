@@ -53,6 +53,12 @@ class ServiceBase:
         status = view.status if view is not None else None
         return status is not None and who.may_read(root_name(status.root))
 
+    def warming(self) -> bool:
+        """Whether the replica is still loading its partitions (its snapshots, the topics
+        up to their end): a listing or an org-wide answer made now is made of what it
+        holds so far, and says so (``partial``), never that it is complete (issue 18)."""
+        return not self._ready()
+
     def held(self) -> Mapping[str, RepoView]:
         """The repositories the request's principal may read, by id: what every listing,
         total and org-wide answer is made of."""

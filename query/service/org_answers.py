@@ -166,7 +166,7 @@ class OrgAnswers(RetrievalAnswers):
         asked = sections_asked(merged_hits([page], seeds), budget)
         sections = self.context_sections(q, asked).sections
         return context_answer(
-            q, [page], sections, budget, partitions=self.model.serves, partial=False
+            q, [page], sections, budget, partitions=self.model.serves, partial=page.partial
         )
 
     def context_sections(self, q: str, sections: Sequence[PackSection]) -> PackSections:
@@ -207,7 +207,7 @@ class OrgAnswers(RetrievalAnswers):
             hits=hits,
             matched=matched,
             partitions=self.model.serves,
-            partial=False,
+            partial=part.page.partial,
         )
         touched(sorted({n.repo for n in answer.neighborhoods}))
         return answer

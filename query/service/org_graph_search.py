@@ -106,7 +106,7 @@ class OrgGraphSearchAnswers(RetrievalAnswers):
             offset=offset,
             limit=limit,
             partitions=self.model.serves,
-            partial=False,
+            partial=self.warming(),
         )
         touched(sorted(answer.freshness))
         return answer
@@ -166,5 +166,5 @@ class OrgGraphSearchAnswers(RetrievalAnswers):
             channels=channels,
             freshness={r: self.model.freshness(r) for r in shown},
             partitions=self.model.serves,
-            partial=False,
+            partial=self.warming(),
         )

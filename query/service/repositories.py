@@ -130,7 +130,9 @@ class RepositoryAnswers(ServiceBase):
             listed = [self._repository(repos[r]) for r in matched]
             key = repository_key(sort)
             page = sorted(listed, key=lambda r: key(r.model_dump()))[offset : offset + limit]
-        return RepositoryList(total=len(matched), offset=offset, limit=limit, items=page)
+        return RepositoryList(
+            total=len(matched), offset=offset, limit=limit, items=page, partial=self.warming()
+        )
 
     def _languages(self, view: RepoView) -> dict[str, int]:
         """Files per language (lowercase), most first, per state version."""

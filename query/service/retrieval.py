@@ -294,7 +294,7 @@ class RetrievalAnswers(ServiceBase):
             truncated=len(items) < len(hits),
             items=items,
             partitions=self.model.serves,
-            partial=False,
+            partial=self.warming(),
         )
 
     def ranking(self, repo: str) -> RankingOut:

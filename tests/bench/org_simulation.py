@@ -168,6 +168,21 @@ def all_repositories(client: httpx.Client) -> dict[str, dict[str, Any]]:
             return found
 
 
+BEHIND = "the read side last caught up with the topics"
+"""The reason of a repository a replica says ``updating`` of because the replica has not
+stood at the end of its topics lately (stores/freshness.py): it says so of every
+repository it holds at once, so while indexing goes on the count of fresh repositories
+moves by whole shards from one poll to the next (docs/PERFORMANCE.md)."""
+
+
+def not_fresh(known: dict[str, dict[str, Any]], expected: int) -> str:
+    """Why a poll counts fewer: repositories unlisted (a shard missing), those whose
+    replica was behind its topics, and the others not fresh yet."""
+    behind = sum(1 for i in known.values() if BEHIND in i["freshness"]["reason"])
+    other = sum(1 for i in known.values() if i["freshness"]["status"] != "fresh") - behind
+    return f"unlisted {expected - len(known)}, replica behind {behind}, not yet {other}"
+
+
 def wait(predicate: Any, timeout: float, what: str, step: float = 1.0) -> float:
     start = time.monotonic()
     while time.monotonic() - start < timeout:
@@ -228,7 +243,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         def every_fresh() -> bool:
             known = all_repositories(client)
             done = sum(1 for i in known.values() if i["freshness"]["status"] == "fresh")
-            harness.progress(f"fresh {done}/{len(rids)}")
+            harness.progress(f"fresh {done}/{len(rids)}; {not_fresh(known, len(rids))}")
             return done == len(rids) and set(known) == set(rids)
 
         wait(every_fresh, args.timeout, "every repository fresh", step=5.0)

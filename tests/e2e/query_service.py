@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import uvicorn
@@ -52,14 +52,19 @@ def feed(model: ReadModel, repo: str, files: dict[str, str], *, clustered: bool)
 
 @contextmanager
 def query_service(
-    model: ReadModel, limits: RequestLimits | None = None, *, authenticate: bool = False
+    model: ReadModel,
+    limits: RequestLimits | None = None,
+    *,
+    authenticate: bool = False,
+    ready: Callable[[], bool] = lambda: True,
 ) -> Iterator[str]:
     """Serve the API with MCP at /mcp in a background thread, with ``limits`` when
     given (`run_query` passes the settings'); yields its URL. ``authenticate``: tokens
-    asked, of the model's token book (issue 19)."""
+    asked, of the model's token book (issue 19). ``ready``: whether the read side has
+    caught up (a replica still loading says False)."""
     api = create_api(
         model,
-        ready=lambda: True,
+        ready=ready,
         hosts=host_rule("127.0.0.1"),
         limits=limits,
         authenticate=authenticate,

@@ -75,6 +75,8 @@ NOT_IMPORTED: dict[str, set[str]] = {
             "path",
             "neighbors",
             "impact",
+            "session-start",
+            "graph-search",
         )
     },
 }
