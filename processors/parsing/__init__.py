@@ -137,9 +137,15 @@ def parse_file(
         problems.append("minified")
     if content.startswith(_BOM):  # tree-sitter would report the BOM as a syntax error
         content = content[len(_BOM) :]
+    reparsed = None
     if language in SPLICED:
         try:
-            spliced = kept.splice(key, language, content)
+            # From the previous tree when one is kept: a number or a comment edited in a
+            # function body carries the facts over; else the statements around the edit.
+            reparsed = trees.reparse(key, language, content)
+            spliced = None if reparsed is None else kept.literal(key, content, *reparsed)
+            if spliced is None:
+                spliced = kept.splice(key, language, content)
         except Exception:  # a bug of ours: the whole-file parse still answers
             log.exception("parse_splice_failed", path=path, language=language)
             kept.forget(key)
@@ -147,7 +153,7 @@ def parse_file(
         if spliced is not None:
             return _result(path, language, lines, content, spliced, 0, problems)
     try:
-        tree = trees.parse(key, language, content)
+        tree = reparsed[0] if reparsed is not None else trees.parse(key, language, content)
     except Exception as exc:  # a tree-sitter failure is a fact about this file
         trees.forget(key)
         kept.forget(key)

@@ -13,7 +13,9 @@ from scratch, since error recovery may take another path from a different start.
 Trees are large (about 34 bytes per byte of Python source), so few are kept: at most
 ``max_trees``, holding at most ``max_source_bytes`` of source between them, the least
 recently parsed dropped first. A tree is taken out while it is re-parsed, so two
-threads never edit one tree.
+threads never edit one tree. `TreeCache.parse_from` also hands back the previous tree,
+edited to the new positions, and its contents: what processors/parsing/literals.py
+compares the new tree with.
 """
 
 from __future__ import annotations
@@ -35,6 +37,15 @@ V = TypeVar("V")
 @dataclass(frozen=True, slots=True)
 class _Kept:
     language: str
+    content: bytes
+    tree: Tree
+
+
+@dataclass(frozen=True, slots=True)
+class Previous:
+    """The tree a re-parse started from: its contents, and the tree edited to the new
+    contents' positions (`Tree.changed_ranges` compares it with the new one)."""
+
     content: bytes
     tree: Tree
 
@@ -96,15 +107,30 @@ class TreeCache:
 
     def parse(self, path: str, language: str, content: bytes) -> Tree:
         """The tree of ``content``, from the path's previous tree when one is kept."""
-        kept = self._shelf.take(path)
-        tree = None
-        if kept is not None and kept.language == language:
-            tree = _reparse(kept, content)
-            self.reused += tree is not None
-        if tree is None:
-            tree = parser(language).parse(content)
+        return self.parse_from(path, language, content)[0]
+
+    def parse_from(self, path: str, language: str, content: bytes) -> tuple[Tree, Previous | None]:
+        """The tree of ``content``, and the previous tree it was re-parsed from (None: a
+        fresh parse)."""
+        reparsed = self.reparse(path, language, content)
+        if reparsed is not None:
+            return reparsed
+        tree = parser(language).parse(content)
         self._shelf.put(path, _Kept(language, content, tree), len(content))
-        return tree
+        return tree, None
+
+    def reparse(self, path: str, language: str, content: bytes) -> tuple[Tree, Previous] | None:
+        """``content`` re-parsed from the path's previous tree, and that tree; None when
+        none is kept or a fresh parse must decide (the kept tree is then dropped)."""
+        kept = self._shelf.take(path)
+        if kept is None or kept.language != language:
+            return None
+        tree = _reparse(kept, content)
+        if tree is None:
+            return None
+        self.reused += 1
+        self._shelf.put(path, _Kept(language, content, tree), len(content))
+        return tree, Previous(kept.content, kept.tree)  # kept.tree: edited by _reparse
 
     def forget(self, path: str) -> None:
         self._shelf.take(path)

@@ -36,11 +36,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tree_sitter import Node
+from tree_sitter import Node, Tree
 
 from processors.parsing import python
+from processors.parsing.literals import literal_span
 from processors.parsing.regions import Region, Starts, choose, holds_region, starts_of
-from processors.parsing.reuse import Shelf, common_prefix, common_suffix
+from processors.parsing.reuse import Previous, Shelf, common_prefix, common_suffix
 from processors.parsing.tree import MAX_REFERENCES, FileFacts, parse_ranges
 from stores.records import ImportRecord, ReferenceRecord, SymbolRecord, trusted
 
@@ -92,6 +93,7 @@ class FactsCache:
         self.min_bytes = min_bytes
         self.spliced = 0
         self.in_class = 0  # of them, from a region in a class body
+        self.literals = 0  # edits of a number or comment in a function body, carried over
         self.declined: Counter[str] = Counter()  # why the whole-file parse had to answer
 
     @property
@@ -132,6 +134,24 @@ class FactsCache:
             return None
         self.spliced += 1
         self.in_class += done.in_class
+        self._shelf.put(path, done, len(content))
+        return done.facts
+
+    def literal(self, path: str, content: bytes, tree: Tree, previous: Previous) -> Facts | None:
+        """The kept facts of the path carried over to ``content``, when the edit from
+        them is a literal one (processors/parsing/literals.py: ``tree`` is the new
+        contents' tree, re-parsed from ``previous``); else None, the facts still kept
+        for `splice`."""
+        kept = self._shelf.take(path)
+        if kept is None:
+            return None
+        done = None
+        if kept.content == previous.content and len(content) >= self.min_bytes:
+            done = _literal(kept, content, previous, tree)
+        if done is None:
+            self._shelf.put(path, kept, len(kept.content))
+            return None
+        self.literals += 1
         self._shelf.put(path, done, len(content))
         return done.facts
 
@@ -220,6 +240,48 @@ def _splice(kept: _Kept, content: bytes) -> _Kept | str:
     starts = kept.starts.spliced(region, inner, moved, rows)
     in_class = region.header is not None
     return _Kept(kept.language, content, spliced, starts, outside + now_bound, in_class)
+
+
+def _literal(kept: _Kept, content: bytes, previous: Previous, tree: Tree) -> _Kept | None:
+    """The kept facts carried over a literal edit: the references after the token on its
+    line move by the bytes it gained or lost; the statement starts after it too."""
+    old = kept.content
+    same = common_prefix(old, content)
+    moved = len(content) - len(old)
+    new_end = len(content) - common_suffix(old, content, min(len(old), len(content)) - same)
+    span = literal_span(previous, tree, same, new_end)
+    if span is None:
+        return None
+    if not moved:
+        return _Kept(kept.language, content, kept.facts, kept.starts, kept.bindings, kept.in_class)
+    start = span[0]
+    line_start = content.rfind(b"\n", 0, start) + 1
+    line, column = content.count(b"\n", 0, start) + 1, start - line_start
+    references = kept.facts.references
+    i = bisect_left(references, (line, column), key=_position)
+    j = bisect_left(references, line + 1, lo=i, key=_reference_line)
+    shifted = tuple(
+        trusted(ReferenceRecord, {**r.values(), "column": r.column + moved})
+        for r in references[i:j]
+    )
+    facts = Facts(
+        kept.facts.symbols,
+        kept.facts.imports,
+        references[:i] + shifted + references[j:],
+        kept.facts.references_truncated,
+    )
+    starts = kept.starts
+    moved_starts = Starts(
+        tuple(b + moved if b > start else b for b in starts.bytes),
+        starts.rows,
+        tuple(b + moved if b > start else b for b in starts.bodies),
+        starts.columns,
+    )
+    return _Kept(kept.language, content, facts, moved_starts, kept.bindings, kept.in_class)
+
+
+def _position(record: ReferenceRecord) -> tuple[int, int]:
+    return (record.line, record.column)
 
 
 def _class_members(
