@@ -30,7 +30,7 @@ from stores.deltas import CommitRecord, Envelope, GraphDelta, LeaseRecord, Sourc
 from stores.framing import Frame, Rejected
 from stores.neighborhoods import NeighborhoodSnapshot
 from stores.records import EdgeRecord, FileRecord, NodeRecord, Record
-from stores.repo_state import FencedLease, RepoState
+from stores.repo_state import FencedLease, RepoState, printable
 from stores.trusted_json import schema_fingerprint
 
 FORMAT_VERSION = 1
@@ -103,7 +103,7 @@ def capture(
         seq=state.seq,
         taken_at=taken_at,
         source=state.source,
-        files=tuple(state.files[p] for p in sorted(state.files)),
+        files=tuple(printable(state.files[p]) for p in sorted(state.files)),
         nodes=tuple(state.nodes[i] for i in sorted(state.nodes)),
         edges=tuple(sorted(state.edges.values(), key=lambda e: (e.src, e.dst, e.kind))),
         indexed_commit=state.indexed_commit,
