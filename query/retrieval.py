@@ -21,7 +21,7 @@ from itertools import chain
 import structlog
 
 from query.dense import DenseIndex
-from query.search import packed_chunks
+from query.search import packed_chunks, packed_sections
 from query.search.adjacency import Adjacency
 from query.search.chunk_texts import RECENT_FILES, ChunkTexts
 from query.search.context_pack import ContextPack, build_pack
@@ -232,17 +232,31 @@ class ChunksById(Mapping[str, ChunkRecord]):
 def lean_record(record: FileRecord) -> FileRecord:
     """A file's record as the read side's state keeps it: no references (the worker
     resolved them into edges; the read side only counts them: they were half its memory,
-    sympy 1,407 -> 754 MB) and chunks without their texts (`RepoRetrieval.texts` keeps
-    them packed), themselves packed (`query.search.packed_chunks`: a sequence that builds
-    the same records as it is read)."""
-    if not record.references and (not record.chunks or isinstance(record.chunks, PackedChunks)):
+    sympy 1,407 -> 754 MB), chunks without their texts (`RepoRetrieval.texts` keeps
+    them packed), and its chunks and sections packed (`query.search.packed_chunks`,
+    `packed_sections`: sequences that build the same records as they are read)."""
+    chunks, sections = _lean_chunks(record), packed_sections.pack(record.sections)
+    if not record.references and chunks is record.chunks and sections is record.sections:
         return record
-    lean = [c.model_copy(update={"text": ""}) if c.text else c for c in record.chunks]
-    chunks = packed_chunks.pack(record.path, lean)
-    if not isinstance(chunks, PackedChunks):
-        chunks = tuple(chunks)
     # trusted: the copy shares its class's fields-set (a model's copy takes its own)
-    return trusted(FileRecord, {**record.__dict__, "references": (), "chunks": chunks})
+    return trusted(
+        FileRecord,
+        {**record.__dict__, "references": (), "chunks": chunks, "sections": sections},
+    )
+
+
+def _lean_chunks(record: FileRecord) -> Sequence[ChunkRecord]:
+    """The record's chunks without their texts, packed when they can be (else a tuple);
+    the record's own when they are so already."""
+    if not record.chunks or isinstance(record.chunks, PackedChunks):
+        return record.chunks
+    lean = [c.model_copy(update={"text": ""}) if c.text else c for c in record.chunks]
+    packed = packed_chunks.pack(record.path, lean)
+    if isinstance(packed, PackedChunks):
+        return packed
+    if all(a is b for a, b in zip(lean, record.chunks, strict=True)):
+        return record.chunks
+    return tuple(lean)
 
 
 class QuotedChunks(Mapping[str, Sequence[ChunkRecord]]):

@@ -137,9 +137,12 @@ class RepoState:
 
 
 def printable(record: FileRecord) -> FileRecord:
-    """``record`` as its JSON can be written: a reader may hold its chunks packed (the
-    read side's, `query.search.packed_chunks`), which print as the tuple they stand for
-    (the worker's are tuples: the same record)."""
-    if isinstance(record.chunks, tuple):
-        return record
-    return record.model_copy(update={"chunks": tuple(record.chunks)})
+    """``record`` as its JSON can be written: a reader may hold its chunks and sections
+    packed (the read side's, `query.search.packed_chunks`, `packed_sections`), which
+    print as the tuples they stand for (the worker's are tuples: the same record)."""
+    packed = {
+        name: tuple(held)
+        for name in ("chunks", "sections")
+        if not isinstance(held := getattr(record, name), tuple)
+    }
+    return record.model_copy(update=packed) if packed else record

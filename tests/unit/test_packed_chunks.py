@@ -1,9 +1,9 @@
-"""The read side's packed chunk records (query/search/packed_chunks.py) against the
-records they stand for.
+"""The read side's packed chunk records and sections (query/search/packed_chunks.py,
+packed_sections.py) against the records they stand for.
 
-Pinned: a file's chunks packed read back equal, field by field, by index, slice and
-iteration; compare and hash as their tuple; pickle; and what cannot be packed exactly
-stays as it was. Folded: a `ReadModel` (which packs its state's chunks) against an
+Pinned: a file's chunks (and sections) packed read back equal, field by field, by index,
+slice and iteration; compare and hash as their tuple; pickle; and what cannot be packed
+exactly stays as it was. Folded: a `ReadModel` (which packs its state's chunks) against an
 oracle folded from the same random histories of real parses with the records kept as
 tuples, as the read side held them before: the same state (its fingerprint), the same
 chunks by id, the same search hits, context packs (question, file and symbol), churn
@@ -21,11 +21,13 @@ from query.churn.images import capture, symbol_prints
 from query.churn.ledger import ChurnLedger
 from query.read_model import ReadModel
 from query.retrieval import QuotedChunks, RepoRetrieval, lean_record, question_pack
+from query.search import packed_sections
 from query.search.context_pack import file_context, symbol_context
 from query.search.packed_chunks import PackedChunks, ids_and_hashes, pack
+from query.search.packed_sections import PackedSections
 from stores.deltas import GraphDelta
 from stores.projections.graph_state import FileGraphState
-from stores.records import ChunkRecord, FileRecord, trusted
+from stores.records import ChunkRecord, FileRecord, Section, trusted
 from stores.repo_state import RepoState
 from tests.factories import Stamp
 
@@ -110,6 +112,30 @@ def test_what_cannot_be_packed_exactly_stays_as_it_was(odd: ChunkRecord) -> None
     assert pack("a.py", chunks) is chunks
 
 
+SECTIONS = (
+    Section(line_start=1, line_end=3, label="imports"),
+    Section(line_start=5, line_end=400, label="class Ünïcode"),
+    Section(line_start=401, line_end=2**32 - 1, label=""),
+    Section(line_start=7, line_end=9, label="def main"),
+)
+
+
+def test_packed_sections_read_back_as_the_records() -> None:
+    packed = packed_sections.pack(SECTIONS)
+    assert isinstance(packed, PackedSections) and len(packed) == 4 and packed
+    assert tuple(packed) == SECTIONS and [packed[i] for i in range(4)] == list(SECTIONS)
+    assert packed[-1] == SECTIONS[-1] and packed[1:3] == SECTIONS[1:3]
+    assert [s.label for s in packed] == ["imports", "class Ünïcode", "", "def main"]
+    with pytest.raises(IndexError):
+        packed[4]
+    assert packed == SECTIONS and SECTIONS == packed and hash(packed) == hash(SECTIONS)
+    assert packed != SECTIONS[:3] and packed != SECTIONS[::-1] and packed != "imports"
+    assert pickle.loads(pickle.dumps(packed)) == packed == packed_sections.pack(SECTIONS)
+    assert packed_sections.pack(packed) is packed and packed_sections.pack(()) == ()
+    far = (Section(line_start=1, line_end=2**32, label="x"),)
+    assert packed_sections.pack(far) is far
+
+
 def test_a_state_of_packed_records_prints_as_the_tuples() -> None:
     record = FileRecord(
         path="a.py",
@@ -120,13 +146,15 @@ def test_a_state_of_packed_records_prints_as_the_tuples() -> None:
         skipped=None,
         parse_errors=0,
         chunks=PINNED,
+        sections=SECTIONS,
         origin="scan",
         commit=None,
         working_tree=True,
         producer="p",
     )
     lean = lean_record(record)
-    assert isinstance(lean.chunks, PackedChunks) and lean == record and lean_record(lean) is lean
+    assert isinstance(lean.chunks, PackedChunks) and isinstance(lean.sections, PackedSections)
+    assert lean == record and lean_record(lean) is lean
     plain, packed = RepoState("app", files={"a.py": record}), RepoState("app", files={"a.py": lean})
     assert packed.fingerprint() == plain.fingerprint()
     assert symbol_prints(lean) == symbol_prints(record)
@@ -205,7 +233,7 @@ class Oracle:
 def test_a_read_model_of_packed_chunks_answers_as_the_tuples_did(seed: int) -> None:
     rng = random.Random(seed)
     model, oracle = ReadModel(clock=lambda: 5000.0), Oracle()
-    packed_files = 0
+    packed = {"chunks": 0, "sections": 0}
     for delta in history(rng, 30):
         view = model.view("app")
         if view.state.seq:  # the churn's images before the delta, read from each state
@@ -217,8 +245,11 @@ def test_a_read_model_of_packed_chunks_answers_as_the_tuples_did(seed: int) -> N
         state = view.state
         assert state.fingerprint() == oracle.state.fingerprint()
         for path, record in state.files.items():
+            assert record == oracle.state.files[path]
+            assert record.sections == oracle.state.files[path].sections
             assert record.chunks == oracle.state.files[path].chunks
-            packed_files += isinstance(record.chunks, PackedChunks)
+            packed["chunks"] += isinstance(record.chunks, PackedChunks)
+            packed["sections"] += isinstance(record.sections, PackedSections)
             assert symbol_prints(record) == symbol_prints(oracle.state.files[path])
         assert dict(view.retrieval.chunks) == dict(oracle.retrieval.chunks)
         assert view.churn.parts() == oracle.churn.parts()
@@ -241,7 +272,7 @@ def test_a_read_model_of_packed_chunks_answers_as_the_tuples_did(seed: int) -> N
         assert symbol_context(state, quoted, "f1", budget=1500) == symbol_context(
             oracle.state, oracle_quoted, "f1", budget=1500
         )
-    assert packed_files > 0
+    assert packed["chunks"] > 0 and packed["sections"] > 0
 
 
 def test_the_oracle_tells_a_changed_chunk() -> None:
