@@ -213,9 +213,15 @@ class ChunksById(Mapping[str, ChunkRecord]):
     def __getitem__(self, chunk_id: str) -> ChunkRecord:
         at = chunk_id.find("#")
         while at >= 0:
-            for chunk in self._by_path.get(chunk_id[:at], ()):
-                if chunk.id == chunk_id:
-                    return chunk
+            held = self._by_path.get(chunk_id[:at], ())
+            if isinstance(held, PackedChunks):  # the read side's: builds the one record
+                found = held.by_id(chunk_id)
+                if found is not None:
+                    return found
+            else:
+                for chunk in held:
+                    if chunk.id == chunk_id:
+                        return chunk
             at = chunk_id.find("#", at + 1)
         raise KeyError(chunk_id)
 

@@ -101,6 +101,15 @@ class PackedChunks(Sequence[ChunkRecord]):
         for index, row in enumerate(_ROW.iter_unpack(self._rows)):
             yield self._chunk(index, row)
 
+    def by_id(self, chunk_id: str) -> ChunkRecord | None:
+        """The chunk of that id (the first, as a scan would find it), building only it."""
+        refs = self._refs
+        for at in range(0, len(refs), _FIELDS):
+            if refs[at] == chunk_id:
+                index = at // _FIELDS
+                return self._chunk(index, _ROW.unpack_from(self._rows, index * _ROW.size))
+        return None
+
     def ids_and_hashes(self) -> Iterator[tuple[str, str]]:
         """Each chunk's (id, content hash), without building the records."""
         refs = self._refs

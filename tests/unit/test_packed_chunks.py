@@ -89,6 +89,8 @@ def test_packed_chunks_read_back_as_the_records() -> None:
         a.id is b.id and a.signature is b.signature for a, b in zip(packed, PINNED, strict=True)
     )
     assert packed.packed_bytes() == 4 * 40
+    assert [packed.by_id(c.id) for c in PINNED] == list(PINNED)
+    assert packed.by_id("a.py#nope") is None and packed.by_id("a.py") is None
 
 
 def replace_hash(c: ChunkRecord, digest: str) -> ChunkRecord:
