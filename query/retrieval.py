@@ -21,10 +21,12 @@ from itertools import chain
 import structlog
 
 from query.dense import DenseIndex
+from query.search import packed_chunks, packed_sections
 from query.search.adjacency import Adjacency
 from query.search.chunk_texts import RECENT_FILES, ChunkTexts
 from query.search.context_pack import ContextPack, build_pack
 from query.search.literals import LiteralIndex, fragments
+from query.search.packed_chunks import PackedChunks
 from query.search.ranking import (
     Proximity,
     RankedFile,
@@ -56,7 +58,7 @@ class RepoRetrieval:
         self.dense = dense
         self.sparse = SparseIndex()
         # path -> the file's chunks, the state's own tuple; `chunks` finds one by id
-        self._chunks: dict[str, tuple[ChunkRecord, ...]] = {}
+        self._chunks: dict[str, Sequence[ChunkRecord]] = {}
         self.chunks: Mapping[str, ChunkRecord] = ChunksById(self._chunks)
         self.texts = ChunkTexts()
         # name -> the files defining it, sorted: a tuple costs 48 bytes for one file where
@@ -144,7 +146,7 @@ class RepoRetrieval:
     def _hashes(self, path: str) -> tuple[str, ...]:
         """The content hashes of the chunks kept of ``path`` (the same as the indexed
         ones': a kept record differs from the indexed one by its texts only)."""
-        return tuple(c.content_hash for c in self._chunks.get(path, ()))
+        return tuple(h for _, h in packed_chunks.ids_and_hashes(self._chunks.get(path, ())))
 
     def remove(self, path: str) -> None:
         held = self._files.pop(path, None)
@@ -212,15 +214,21 @@ class ChunksById(Mapping[str, ChunkRecord]):
 
     __slots__ = ("_by_path",)
 
-    def __init__(self, by_path: Mapping[str, tuple[ChunkRecord, ...]]) -> None:
+    def __init__(self, by_path: Mapping[str, Sequence[ChunkRecord]]) -> None:
         self._by_path = by_path
 
     def __getitem__(self, chunk_id: str) -> ChunkRecord:
         at = chunk_id.find("#")
         while at >= 0:
-            for chunk in self._by_path.get(chunk_id[:at], ()):
-                if chunk.id == chunk_id:
-                    return chunk
+            held = self._by_path.get(chunk_id[:at], ())
+            if isinstance(held, PackedChunks):  # the read side's: builds the one record
+                found = held.by_id(chunk_id)
+                if found is not None:
+                    return found
+            else:
+                for chunk in held:
+                    if chunk.id == chunk_id:
+                        return chunk
             at = chunk_id.find("#", at + 1)
         raise KeyError(chunk_id)
 
@@ -237,13 +245,31 @@ class ChunksById(Mapping[str, ChunkRecord]):
 def lean_record(record: FileRecord) -> FileRecord:
     """A file's record as the read side's state keeps it: no references (the worker
     resolved them into edges; the read side only counts them: they were half its memory,
-    sympy 1,407 -> 754 MB) and chunks without their texts (`RepoRetrieval.texts` keeps
-    them packed)."""
-    if not record.references and not any(c.text for c in record.chunks):
+    sympy 1,407 -> 754 MB), chunks without their texts (`RepoRetrieval.texts` keeps
+    them packed), and its chunks and sections packed (`query.search.packed_chunks`,
+    `packed_sections`: sequences that build the same records as they are read)."""
+    chunks, sections = _lean_chunks(record), packed_sections.pack(record.sections)
+    if not record.references and chunks is record.chunks and sections is record.sections:
         return record
-    chunks = tuple(c.model_copy(update={"text": ""}) if c.text else c for c in record.chunks)
     # trusted: the copy shares its class's fields-set (a model's copy takes its own)
-    return trusted(FileRecord, {**record.__dict__, "references": (), "chunks": chunks})
+    return trusted(
+        FileRecord,
+        {**record.__dict__, "references": (), "chunks": chunks, "sections": sections},
+    )
+
+
+def _lean_chunks(record: FileRecord) -> Sequence[ChunkRecord]:
+    """The record's chunks without their texts, packed when they can be (else a tuple);
+    the record's own when they are so already."""
+    if not record.chunks or isinstance(record.chunks, PackedChunks):
+        return record.chunks
+    lean = [c.model_copy(update={"text": ""}) if c.text else c for c in record.chunks]
+    packed = packed_chunks.pack(record.path, lean)
+    if isinstance(packed, PackedChunks):
+        return packed
+    if all(a is b for a, b in zip(lean, record.chunks, strict=True)):
+        return record.chunks
+    return tuple(lean)
 
 
 class QuotedChunks(Mapping[str, Sequence[ChunkRecord]]):

@@ -16,7 +16,7 @@ from stores.deltas import CommitRecord, GraphDelta, LeaseRecord, SourceMark
 from stores.edge_table import EdgeKey, EdgeTable, owner_path, reindex
 from stores.records import EdgeRecord, FileRecord, NodeRecord
 
-__all__ = ["EdgeKey", "FencedLease", "RepoState", "owner_path"]
+__all__ = ["EdgeKey", "FencedLease", "RepoState", "owner_path", "printable"]
 
 RECENT_COMMITS = 200
 """How many observed commits a state keeps (a bound, not a history store)."""
@@ -125,9 +125,24 @@ class RepoState:
         return (
             self.repo,
             tuple(
-                sorted((p, r.model_dump_json(exclude={"producer"})) for p, r in self.files.items())
+                sorted(
+                    (p, printable(r).model_dump_json(exclude={"producer"}))
+                    for p, r in self.files.items()
+                )
             ),
             tuple(sorted(n.model_dump_json() for n in self.nodes.values())),
             tuple(sorted(e.model_dump_json() for e in self.edges.values())),
             self.indexed_commit,
         )
+
+
+def printable(record: FileRecord) -> FileRecord:
+    """``record`` as its JSON can be written: a reader may hold its chunks and sections
+    packed (the read side's, `query.search.packed_chunks`, `packed_sections`), which
+    print as the tuples they stand for (the worker's are tuples: the same record)."""
+    packed = {
+        name: tuple(held)
+        for name in ("chunks", "sections")
+        if not isinstance(held := getattr(record, name), tuple)
+    }
+    return record.model_copy(update=packed) if packed else record

@@ -46,7 +46,7 @@ from stores.deltas import CommitRecord, Envelope, GraphDelta, LeaseRecord, Sourc
 from stores.framing import Frame, Rejected, Sections
 from stores.neighborhoods import NeighborhoodSnapshot
 from stores.records import EdgeRecord, FileRecord, NodeRecord, Record, ReferenceRecord, trusted
-from stores.repo_state import FencedLease, RepoState
+from stores.repo_state import FencedLease, RepoState, printable
 from stores.trusted_json import schema_fingerprint
 
 log = structlog.get_logger(__name__)
@@ -138,7 +138,7 @@ def capture(
         seq=state.seq,
         taken_at=taken_at,
         source=state.source,
-        files=tuple(state.files[p] for p in sorted(state.files)),
+        files=tuple(printable(state.files[p]) for p in sorted(state.files)),
         nodes=tuple(state.nodes[i] for i in sorted(state.nodes)),
         edges=tuple(sorted(state.edges.values(), key=lambda e: (e.src, e.dst, e.kind))),
         indexed_commit=state.indexed_commit,

@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
+from query.search.packed_chunks import ids_and_hashes
 from stores.deltas import GraphDelta
 from stores.projections.file_graph import file_arc, is_clustered
 from stores.projections.graph_state import FileGraphState
@@ -61,7 +62,8 @@ def file_image(record: FileRecord | None) -> FileImage | None:
 
 
 def symbol_prints(record: FileRecord) -> dict[str, SymbolPrint]:
-    bodies = {chunk.id: chunk.content_hash for chunk in record.chunks}
+    # the read side's chunks are packed: their ids and hashes read without the records
+    bodies = dict(ids_and_hashes(record.chunks))
     prints: dict[str, SymbolPrint] = {}
     for symbol in record.symbols:
         key = f"{record.path}:{symbol.qualname}"

@@ -114,9 +114,11 @@ def _fields(records: Iterable[Any], name: str) -> Iterable[object]:
 def partition_records(part: Partition, files: Iterable[Any], prefix: str) -> None:
     """A state's file records: chunk texts, chunk records, then each heavy field."""
     files = list(files)
-    chunks = [c for r in files for c in r.chunks]
-    part.add(f"{prefix}chunk texts", _fields(chunks, "text"))
-    part.add(f"{prefix}chunk records (rest)", chunks)
+    # each file's chunks as held: a tuple of records, or the read side's packed form
+    # (`query.search.packed_chunks`), walked as it is, not the records it builds
+    held = [r.chunks for r in files]
+    part.add(f"{prefix}chunk texts", (c.text for h in held if isinstance(h, tuple) for c in h))
+    part.add(f"{prefix}chunk records (rest)", held)
     for name in ("references", "symbols", "imports", "sections", "keywords"):
         part.add(f"{prefix}file records: {name}", _fields(files, name))
     part.add(f"{prefix}file records (rest)", files)

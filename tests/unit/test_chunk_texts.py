@@ -11,6 +11,7 @@ from processors.indexer import RepoIndex
 from query.read_model import ReadModel
 from query.retrieval import QuotedChunks, lean_record
 from query.search.chunk_texts import ChunkTexts, pack, unpack
+from query.search.packed_chunks import PackedChunks
 from tests.factories import Stamp
 
 
@@ -63,7 +64,9 @@ def test_the_read_side_keeps_no_chunk_text_and_quotes_every_one_in_packs() -> No
     held = view.state.files["m.py"]
     assert held == lean_record(full.files_upserted[0]) and held.references == ()
     assert all(c.text == "" for c in held.chunks)
-    assert all(view.retrieval.chunks[c.id] is c for c in held.chunks)  # one copy
+    # one copy, packed: the retrieval reads the state's own (`query.search.packed_chunks`)
+    assert isinstance(held.chunks, PackedChunks)
+    assert all(view.retrieval.chunks[c.id] == c for c in held.chunks)
     quoted = QuotedChunks(view.state.files, view.retrieval)
     assert tuple(quoted["m.py"]) == full.files_upserted[0].chunks
     assert list(quoted) == ["m.py"] and len(quoted) == 1 and quoted.get("none.py") is None

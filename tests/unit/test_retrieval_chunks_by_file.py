@@ -1,8 +1,10 @@
 """The retrieval's chunks by id, read through each file's tuple, against the dict by id
 they replaced: folded through random histories of real parses (files edited, deleted,
 re-reported unchanged by a second scan, one path holding a '#'), the mapping holds the
-same ids, in the same order, to the very records the dict held, and misses alike; and
-a file is indexed again exactly when the dict's hashes and names said it changed."""
+same ids, in the same order, to records equal to the ones the dict held (the state's
+chunks are packed, `query.search.packed_chunks`, and built again as they are read), and
+misses alike; and a file is indexed again exactly when the dict's hashes and names said
+it changed."""
 
 from __future__ import annotations
 
@@ -94,11 +96,11 @@ def history(rng: random.Random, steps: int) -> list[GraphDelta]:
 def assert_alike(chunks: object, oracle: dict[str, ChunkRecord]) -> None:
     assert isinstance(chunks, Mapping)
     assert list(chunks) == list(oracle) and len(chunks) == len(oracle)
-    assert [id(c) for c in chunks.values()] == [id(c) for c in oracle.values()]
+    assert list(chunks.values()) == list(oracle.values())
     for chunk_id, chunk in oracle.items():
-        assert chunks[chunk_id] is chunk and chunk_id in chunks
+        assert chunks[chunk_id] == chunk and chunk_id in chunks
     for missing in ["a.py", "a.py#", "a.py#nope", "odd#x", "odd", "#", "", "pkg/b.py#f9"]:
-        assert chunks.get(missing) is oracle.get(missing)
+        assert chunks.get(missing) is oracle.get(missing) is None
         assert (missing in chunks) == (missing in oracle)
     with pytest.raises(KeyError):
         chunks["nope#f0"]
