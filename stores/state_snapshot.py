@@ -35,19 +35,21 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
 from pydantic import Field, ValidationError
 
-from stores import chunk_postings, trusted_json
-from stores.chunk_postings import ChunkPostings, CountCache, PostingsRejected
+from stores import trusted_json
 from stores.deltas import CommitRecord, Envelope, GraphDelta, LeaseRecord, SourceMark
 from stores.framing import Frame, Rejected, Sections
 from stores.neighborhoods import NeighborhoodSnapshot
 from stores.records import EdgeRecord, FileRecord, NodeRecord, Record, ReferenceRecord, trusted
 from stores.repo_state import FencedLease, RepoState, printable
 from stores.trusted_json import schema_fingerprint
+
+if TYPE_CHECKING:  # numpy's import (~0.1 s) only where postings are made or read
+    from stores.chunk_postings import ChunkPostings, CountCache
 
 log = structlog.get_logger(__name__)
 
@@ -245,6 +247,8 @@ def encode(
     files = snapshot.files
     bare = snapshot.model_copy(update={"files": tuple(_with_references(f, ()) for f in files)})
     references = FileReferences(files=tuple(f.references for f in files))
+    from stores import chunk_postings
+
     postings = chunk_postings.count(tuple(chunk_postings.chunks_in_order(files)), counts)
     sections = (
         ("state", bare.model_dump_json().encode()),
@@ -331,11 +335,13 @@ def decode_reader(raw: bytes) -> ReaderSnapshot:
     """What a read side loads (`ReaderSnapshot`): ``decode(raw, references=False)`` and
     the chunk postings, or None for them when their section does not check or read, or
     another tokenizer made them (logged ``chunk_postings_unused``; the reader tokenizes)."""
+    from stores import chunk_postings
+
     header, sections = _sections(raw)
     snapshot = _state(header, sections, False)
     try:
         postings: ChunkPostings | None = chunk_postings.decode(sections.get("postings"))
-    except (Rejected, PostingsRejected) as exc:
+    except (Rejected, chunk_postings.PostingsRejected) as exc:
         log.warning("chunk_postings_unused", repo=snapshot.repo, seq=snapshot.seq, reason=str(exc))
         postings = None
     if postings is not None and not postings.usable:
