@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from stores.repo_state import printable
 from tests.gitrepo import GitRepo
 from tests.integration.stack import Stack, eventually, open_stack, stack_settings
 
@@ -45,7 +46,7 @@ def content_of(stack: Stack, rid: str) -> tuple:
     from (a reconciliation does not read unchanged files again, a full scan does)."""
     state = stack.model.repos[rid].state
     return (
-        sorted(r.model_dump_json(exclude=PROVENANCE) for r in state.files.values()),
+        sorted(printable(r).model_dump_json(exclude=PROVENANCE) for r in state.files.values()),
         sorted(n.model_dump_json() for n in state.nodes.values()),
         sorted(e.model_dump_json() for e in state.edges.values()),
         state.indexed_commit,
