@@ -7,9 +7,10 @@ pure: the materializer feeds it raw messages, tests feed it values.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import structlog
@@ -151,10 +152,31 @@ class ReadModel:
         self.unread_statuses: set[str] = set()
         # The partitions the feeder reads (issue 18: a shard's, `query.shard`), as said.
         self.serves = "all"
+        self._instant: float | None = None  # see `one_instant`
 
     def caught_up(self) -> None:
         """The feeder has read everything its topics held: answers may say ``fresh``."""
         self.caught_up_at = self._clock()
+
+    @contextlib.contextmanager
+    def one_instant(self) -> Iterator[None]:
+        """Inside: every `freshness` is judged at the instant the block began.
+
+        For an answer about many repositories computed in one synchronous stretch (the
+        listing of 500 of them takes longer than ``CAUGHT_UP_WITHIN_S`` on a loaded
+        loop): nothing is read from the topics meanwhile, so the read side knows at the
+        end what it knew at the start, and judging each repository later than the one
+        before would say ``updating`` of the last ones for the time spent listing the
+        first (the org simulation's listings at 1,000 repositories did). Nested blocks
+        keep the outer instant."""
+        if self._instant is not None:
+            yield
+            return
+        self._instant = self._clock()
+        try:
+            yield
+        finally:
+            self._instant = None
 
     def view(self, repo: str) -> RepoView:
         view = self.repos.get(repo)
@@ -337,7 +359,7 @@ class ReadModel:
             else None
         )
         state = view.state
-        now = self._clock()
+        now = self._clock() if self._instant is None else self._instant
         rejected = None
         if view.rejected is not None and now - view.rejected[0] <= REJECTED_RECENT_S:
             rejected = view.rejected[1]

@@ -3,7 +3,9 @@ and the one way a repository is looked up."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
+from typing import Concatenate, ParamSpec, TypeVar
 
 from query.read_model import ReadModel, RepoView
 from query.search.adjacency import Adjacency
@@ -18,6 +20,24 @@ def root_name(root: str) -> str:
     """A repository root's base name: the one part of its path on the producer's
     machine that answers show (the path itself tells a stranger where things live)."""
     return root.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+
+
+P = ParamSpec("P")
+T = TypeVar("T")
+S = TypeVar("S", bound="ServiceBase")
+
+
+def at_one_instant(method: Callable[Concatenate[S, P], T]) -> Callable[Concatenate[S, P], T]:
+    """An answer about many repositories whose freshness is judged, for each of them,
+    at the instant the answer began (`ReadModel.one_instant`): the listing, the
+    org-wide search, context and graph search."""
+
+    @functools.wraps(method)
+    def judged(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        with self.model.one_instant():
+            return method(self, *args, **kwargs)
+
+    return judged
 
 
 class ServiceBase:

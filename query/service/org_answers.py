@@ -46,6 +46,7 @@ from query.search.context_pack import build_pack
 from query.search.pack_text import tokens
 from query.search.ranking import MAX_QUESTION_CHARS, question_read
 from query.service.access import touched
+from query.service.base import at_one_instant
 from query.service.retrieval import RetrievalAnswers, context_out
 from stores.neighborhoods import NeighborhoodRecord
 
@@ -169,6 +170,7 @@ class OrgAnswers(RetrievalAnswers):
             q, [page], sections, budget, partitions=self.model.serves, partial=page.partial
         )
 
+    @at_one_instant
     def context_sections(self, q: str, sections: Sequence[PackSection]) -> PackSections:
         """Each section's pack: its repository's, of its seeds within its budget."""
         read = question_read(q)

@@ -23,6 +23,7 @@ from query.graph_search_schemas import (
 )
 from query.search.graph_search import ChannelStats, channel_statistics, graph_search
 from query.service.access import touched
+from query.service.base import at_one_instant
 from query.service.errors import InvalidArguments
 from query.service.graph_search import parse_channels
 from query.service.retrieval import RetrievalAnswers
@@ -121,6 +122,7 @@ class OrgGraphSearchAnswers(RetrievalAnswers):
             channels[c] = ChannelStatsOut(files=m.files, df=dict(m.df))
         return GraphCorpusOut(channels=channels)
 
+    @at_one_instant
     def graph_candidates(self, question: GraphCorpusQuestion) -> OrgGraphSearchPage:
         """Each channel's ``depth`` best hits of this replica's repositories asked, scored
         with the corpus's figures (the question's ``corpus``)."""

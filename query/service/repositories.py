@@ -22,7 +22,7 @@ from query.schemas import (
     SymbolPage,
 )
 from query.service.access import reader
-from query.service.base import ServiceBase, root_name
+from query.service.base import ServiceBase, at_one_instant, root_name
 from query.service.errors import NotFound
 from stores.freshness import Freshness
 from stores.records import FileRecord
@@ -104,6 +104,7 @@ class RepositoryAnswers(ServiceBase):
             partitions=model.serves,
         )
 
+    @at_one_instant
     def repositories(
         self,
         name: str | None = None,

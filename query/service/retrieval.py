@@ -42,7 +42,7 @@ from query.search.ranking import (
     question_read,
 )
 from query.service.access import touched
-from query.service.base import ServiceBase
+from query.service.base import ServiceBase, at_one_instant
 from query.service.errors import InvalidArguments, NotFound
 from query.service.repositories import name_matches
 from stores.freshness import Freshness
@@ -251,6 +251,7 @@ class RetrievalAnswers(ServiceBase):
         some of the repositories searched (a router's last pass)."""
         return self._search_across(q, repos, limit, max_tokens, corpus)
 
+    @at_one_instant
     def _search_across(
         self,
         q: str,

@@ -40,12 +40,15 @@ class Clock:
         return self.now
 
 
-def fresh_model(repos: list[str], clock: Clock) -> ReadModel:
-    """Each repository indexed at its producer's head, the producer heartbeating."""
+def fresh_model(
+    repos: list[str], clock: Clock, code: str = "def a():\n    return 1\n"
+) -> ReadModel:
+    """Each repository indexed at its producer's head (``a.py`` holding ``code``), the
+    producer heartbeating."""
     model = ReadModel(clock=clock)
     for repo in repos:
         index, stamp = RepoIndex(repo), Stamp(repo=repo)
-        events = [stamp.claim(), stamp.changed("a.py", "def a():\n    return 1\n", "scan")]
+        events = [stamp.claim(), stamp.changed("a.py", code, "scan")]
         for event in [*events, stamp.scan_completed("c1")]:
             delta = index.handle(event, now=1000.0)
             assert delta is not None
@@ -186,3 +189,38 @@ async def test_the_routers_pages_past_a_thousand_repositories_a_shard_are_the_me
     assert seen == every
     assert [i["repo"] for i in middle.json()["items"]] == every[1400:1405]
     assert bad.status_code == 422
+
+
+class Ticking(Clock):
+    """A clock that moves on by ``step`` each time it is read: a loop slow enough that
+    listing one repository takes ``step`` seconds."""
+
+    def __init__(self, step: float) -> None:
+        super().__init__()
+        self.step = step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def test_one_answer_judges_every_repository_at_the_instant_it_began() -> None:
+    """At 1,000 repositories the org simulation's listings said ``updating`` of the
+    last few hundred of a replica's repositories, "caught up 516 ms ago": the listing
+    itself took that long, and each repository was judged later than the one before,
+    though the read side reads nothing while it lists. Each answer about many
+    repositories now judges them all at the instant it began."""
+    from query.service import QueryService
+
+    clock = Ticking(step=0.0)
+    code = "def settle_invoice(ledger):\n    return ledger.balance\n"
+    model = fresh_model(list(NAMES), clock, code)  # caught up at 1002.0
+    clock.step = CAUGHT_UP_WITHIN_S * 0.4  # listing the 4 one by one: past the window
+    service = QueryService(model)
+    listed = service.repositories()
+    assert [r.freshness.status for r in listed.items] == ["fresh"] * len(NAMES)
+    hits = service.search_all("settle invoice", None, 10, 8000)
+    assert [h.freshness.status for h in hits.items] == ["fresh"] * len(NAMES)
+    # Outside one answer the window still holds: judged now, the read side is behind.
+    assert service.freshness(NAMES[0]).status == "updating"
+    assert "last caught up with the topics" in service.freshness(NAMES[0]).reason
