@@ -5,11 +5,18 @@ resolves only what that change affects."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 
 import pytest
+from structlog.testing import capture_logs
 
 from processors.indexer import RepoIndex
+from processors.pipeline import IndexingPipeline, InMemoryDeltaSink, Message
+from processors.resolution_warmup import warm_up
+from producers.events import encode as encode_event
+from producers.topics import DEFAULT_TOPICS
+from stores.delta_log import InMemoryDeltaLog
 from stores.deltas import GraphDelta
 from stores.state_snapshot import StateSnapshot, canonical, capture, decode, encode
 from tests.factories import Stamp
@@ -52,6 +59,12 @@ def source(rng: random.Random) -> str:
     return "\n".join(lines) + "\n"
 
 
+def first_sources(seed: int) -> dict[str, str]:
+    """The modules' sources as the first session of `sessions` scans them."""
+    rng = random.Random(seed)
+    return {p: source(rng) for p in MODULES}
+
+
 def sessions(seed: int, edits: int) -> tuple[list[object], list[object]]:
     """A first session (its claim, a scan of every module, the barrier) and what follows:
     random edits, deletions and re-creations, and a restart's session that fences it and
@@ -59,6 +72,7 @@ def sessions(seed: int, edits: int) -> tuple[list[object], list[object]]:
     rng = random.Random(seed)
     s = Stamp()
     files = {p: source(rng) for p in MODULES}
+    assert files == first_sources(seed)
     first: list[object] = [s.claim(), *(s.changed(p, t, origin="scan") for p, t in files.items())]
     first.append(s.scan_completed("c1"))
     after: list[object] = []
@@ -194,3 +208,78 @@ def test_a_state_that_is_not_its_resolution_is_left_to_the_first_change_never_si
     assert warmed.mismatched == ("pkg/a.py", "/", "/pkg")  # its import edge is not there
     assert warmed.waiting == 0 and not restored.graph.answers_current
     assert handled(restored, edits) == expected
+
+
+def _message(event: object, offset: int) -> Message:
+    raw = encode_event(event)  # type: ignore[arg-type]
+    return Message(DEFAULT_TOPICS.file_events, 0, offset, b"app-1", raw)
+
+
+def _restarted(snapshot: StateSnapshot) -> tuple[IndexingPipeline, InMemoryDeltaSink]:
+    """A worker whose repository comes from ``snapshot`` (the data dir's, say)."""
+    log = InMemoryDeltaLog()
+    sink = InMemoryDeltaSink(log)
+    restore = lambda repo: RepoIndex.from_snapshot(snapshot)  # noqa: E731
+    return IndexingPipeline(log, sink, clock=lambda: 7.0, new_index=restore), sink
+
+
+async def test_the_worker_warms_a_restored_repository_in_the_background() -> None:
+    """A restart: the new session's claim restores the repository and starts its warm-up,
+    which completes while the worker idles; the rescan of unchanged files and the first
+    edit then give the uninterrupted worker's deltas, the edit resolving what it affects."""
+    snapshot, _, uninterrupted = restart(1)
+    again = Stamp(producer="p2", epoch=2)
+    events: list[object] = [again.claim()]
+    events += [again.changed(p, t, origin="scan") for p, t in first_sources(1).items()]
+    events += [again.scan_completed("c2", full=True), again.changed("cli.py", "import app\n")]
+    worker, sink = _restarted(snapshot)
+    with capture_logs() as logs:
+        await worker.process(_message(events[0], 0))
+        assert len(worker.warm_ups) == 1
+        await asyncio.gather(*worker.warm_ups)
+        assert worker.warm_ups == ()
+        for offset, event in enumerate(events[1:], 1):
+            await worker.process(_message(event, offset))
+    warmed = [e for e in logs if e["event"] == "resolution_warmed"]
+    assert [(e["repo"], e["files"]) for e in warmed] == [("app-1", len(MODULES) + 3)]
+    assert warmed[0]["slices"] >= 1 and warmed[0]["max_slice_ms"] >= 0
+    index = worker.index(0, "app-1")
+    assert index is not None and index.graph.answers_current
+    before = uninterrupted.graph.resolved_files
+    expected = handled(uninterrupted, events, clock=7.0)
+    assert [d.model_copy(update={"applied_at": 0.0}) for d in sink.deltas] == expected
+    assert index.graph.resolved_files == uninterrupted.graph.resolved_files - before
+    assert index.graph.resolved_files < len(MODULES)
+
+
+async def test_a_warm_up_stops_when_the_partition_is_revoked() -> None:
+    snapshot, _, _ = restart(2)
+    worker, _ = _restarted(snapshot)
+    with capture_logs() as logs:
+        await worker.process(_message(Stamp(producer="p2", epoch=2).claim(), 0))
+        (task,) = worker.warm_ups
+        worker.revoke({0})
+        done = await task
+    assert (done.files, done.completed) == (0, False)
+    stopped = [e for e in logs if e["event"] == "resolution_warm_stopped"]
+    assert [(e["repo"], e["reason"]) for e in stopped] == [("app-1", "revoked")]
+
+
+async def test_a_warm_up_gives_the_loop_back_between_slices() -> None:
+    snapshot, _, _ = restart(3)
+    index = RepoIndex.from_snapshot(snapshot)
+    ticks, finished = 0, asyncio.Event()
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not finished.is_set():
+            ticks += 1
+            await asyncio.sleep(0)
+
+    running = asyncio.ensure_future(ticker())
+    done = await warm_up("app-1", index, slice_s=1e-9)  # one file a slice
+    finished.set()
+    await running
+    # the first slice takes 4 files, then each 1
+    assert (done.files, done.slices, done.completed) == (len(MODULES) + 3, 7, True)
+    assert ticks >= done.slices - 1
