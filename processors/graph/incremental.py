@@ -127,7 +127,6 @@ class IncrementalGraph:
         removed = sorted(set(removed))
         dirty: set[Key] = set()
         folders: set[str] = set()
-        self._cold, self._warm_binds = None, {}  # the facts move: the warm-up stops
         for path in removed:
             dirty |= self.facts.replace(path, None)
             folders.update(self.folders.remove(path))
@@ -151,6 +150,7 @@ class IncrementalGraph:
             # laying it out per arriving file is quadratic in the folder's size.
             self._deferred_keys |= dirty
             self._deferred_folders |= folders
+            self._cold, self._warm_binds = None, {}  # the facts moved: see `warmable`
             if upserted is not None:
                 self._deferred.add(upserted.path)
             return self._resolve(
@@ -175,7 +175,7 @@ class IncrementalGraph:
             affected |= set(self.facts.files) - self._warmed
             folders |= set(self.folders.under)
             self._asks_current = True
-            self._warmed = set()
+            self._cold, self._warmed, self._warm_binds = None, set(), {}
         if upserted is not None:
             affected.add(upserted.path)
         return self._resolve(
