@@ -84,6 +84,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "seconds": done.seconds,
         "cpu_s": done.cpu_s,
         "max_slice_ms": done.max_slice_ms,
+        "max_slice_cpu_ms": done.max_slice_cpu_ms,
         "mean_slice_ms": round(done.cpu_s * 1000 / max(done.slices, 1), 1),
         "completed": done.completed,
     }

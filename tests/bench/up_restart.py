@@ -135,7 +135,8 @@ def _edit_after_warm_up(
     return {
         "warmed_s": round(warmed_at - started, 2),
         "warm_up": {
-            k: warm.get(k) for k in ("files", "slices", "seconds", "cpu_s", "max_slice_ms")
+            k: warm.get(k)
+            for k in ("files", "slices", "seconds", "cpu_s", "max_slice_ms", "max_slice_cpu_ms")
         },
         "edit_visible_s": round(shown - wrote, 2),
     }
