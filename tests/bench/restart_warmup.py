@@ -8,7 +8,8 @@ appended to a core module, as tests.bench.up_restart commits) is then handled by
 indexes: the one that never stopped (an ordinary change), one restored from the snapshot
 and edited at once (today's first change after a restart: every file resolved), and one
 restored and warmed first by `processors.resolution_warmup.warm_up`, as the worker does
-while idle (its total, its time on the loop's thread and its longest slice measured).
+while idle (its total, its time on the loop's thread, its longest slice, and the growth
+of the process's resident memory it brings: the answers held, as after a first change).
 The three deltas must be equal (their time of application aside). Times are wall clock
 and CPU of this process; the machine may be shared: the output says its load.
 """
@@ -27,6 +28,7 @@ from processors.resolution_warmup import warm_up
 from stores.deltas import GraphDelta
 from stores.state_snapshot import capture, decode, encode
 from tests.bench import harness
+from tests.bench.graph_build import rss_mb
 from tests.bench.package_tree import build_index, package_tree, scan_event
 
 NAME = "restart_warmup"
@@ -77,7 +79,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     gc.collect()
     warm_index = RepoIndex.from_snapshot(decode(raw))
     _settled()
+    rss_before = rss_mb()
     done = asyncio.run(warm_up(args.corpus, warm_index))
+    gc.collect()
     warmup = {
         "files": done.files,
         "slices": done.slices,
@@ -87,6 +91,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "max_slice_cpu_ms": done.max_slice_cpu_ms,
         "mean_slice_ms": round(done.cpu_s * 1000 / max(done.slices, 1), 1),
         "completed": done.completed,
+        "rss_growth_mb": round(rss_mb() - rss_before),  # the answers now held
     }
     harness.progress(f"warm-up: {warmup}")
     warm_delta, warmed = _timed_edit(warm_index, edit)
