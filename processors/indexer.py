@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Literal, TypedDict
 
 from processors.chunks import chunk_file
-from processors.graph.incremental import IncrementalGraph
+from processors.graph.incremental import IncrementalGraph, Warmed
 from processors.parse_pool import Ahead, ParsePool
 from processors.parsing import ParseResult, parse_file
 from producers.events import (
@@ -114,6 +114,11 @@ class RepoIndex:
         index.graph.absorb(whole, resolved=snapshot.resolved)
         index.state = restore_state(snapshot)
         return index
+
+    def warm(self, limit: int) -> Warmed:
+        """Resolve up to ``limit`` more files of a restored state while idle
+        (`IncrementalGraph.warm`), so that its first change costs what any change costs."""
+        return self.graph.warm(self.state, limit)
 
     def prepare(self, events: Sequence[EventBase], pool: ParsePool) -> int:
         """Have ``pool`` parse ahead the files of a scan among ``events`` (the batch about

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from processors.indexer import RepoIndex
 from processors.parse_pool import ParsePool
+from processors.resolution_warmup import WarmUp, warm_up
 from producers.events import EventBase, decode_file_event
 from producers.refusal import permanent, unknown_server_error
 from stores.dead_letters import DeadLetter, FailureKind
@@ -113,8 +114,11 @@ class IndexingPipeline:
         new_index: Callable[[str], RepoIndex] = RepoIndex,
         observer: DeltaObserver | None = None,
         parse_pool: ParsePool | None = None,
+        warm: bool = True,
     ) -> None:
         self._delta_log = delta_log
+        self._warm = warm  # resolve restored repositories while idle (`_warm_later`)
+        self._warming: dict[tuple[int, str], asyncio.Task[WarmUp]] = {}
         self._parse_pool = parse_pool
         self._decoded: dict[int, EventBase] = {}  # id(message) -> its event, in a batch
         self._observer = observer
@@ -133,6 +137,11 @@ class IndexingPipeline:
 
     def index(self, partition: int, repo: str) -> RepoIndex | None:
         return self._indexes.get(partition, {}).get(repo)
+
+    @property
+    def warm_ups(self) -> tuple[asyncio.Task[WarmUp], ...]:
+        """The background resolutions of restored repositories under way (`_warm_later`)."""
+        return tuple(self._warming.values())
 
     def revoke(self, partitions: set[int]) -> None:
         """Forget partitions another worker now owns; they are restored if they return."""
@@ -337,7 +346,30 @@ class IndexingPipeline:
                 # Issue 16: restored from a state snapshot, not from this log (an embedded
                 # broker restarted empty): its followers take it over as after a restore.
                 await self._observer.restored(partition, [index.state])
+            self._warm_later(partition, repo, index)
         return index
+
+    def _warm_later(self, partition: int, repo: str, index: RepoIndex) -> None:
+        """Resolve a repository restored from a resolved snapshot in the background
+        (processors/resolution_warmup.py), while it is still this partition's index, so
+        that its first change costs what any change costs (sympy: ~10 s otherwise)."""
+        if not self._warm or not index.graph.warmable:
+            return
+        key = (partition, repo)
+
+        def current() -> bool:
+            return self._indexes.get(partition, {}).get(repo) is index
+
+        task = asyncio.ensure_future(warm_up(repo, index, current))
+        self._warming[key] = task
+
+        def done(finished: asyncio.Task[WarmUp]) -> None:
+            if self._warming.get(key) is finished:
+                del self._warming[key]
+            if not finished.cancelled() and finished.exception() is not None:
+                log.error("resolution_warm_failed", repo=repo, exc_info=finished.exception())
+
+        task.add_done_callback(done)
 
     async def _restore(self, partition: int, *, eager: bool = False) -> None:
         """Restore a partition once. An eager restore (`restore_assigned`) whose
@@ -379,6 +411,8 @@ class IndexingPipeline:
         self._indexes[partition] = indexes
         self._restored.add(partition)
         log.info("partition_restored", partition=partition, deltas=len(deltas), repos=len(indexes))
+        for repo, index in sorted(indexes.items()):
+            self._warm_later(partition, repo, index)
 
     async def _dead_letter(self, message: Message, failure: FailureKind, reason: str) -> None:
         letter = DeadLetter(

@@ -81,6 +81,17 @@ HEAP_SETTLED = Counter(
     ["side"],  # worker | query
 )
 
+RESOLUTION_WARMED_FILES = Counter(
+    "gazetteer_resolution_warmed_files_total",
+    "Files (and folders) of restored repositories the worker resolved while idle, so "
+    "that the first change after a restart re-resolves only what it affects (issue 16).",
+)
+RESOLUTION_WARM_SLICE_SECONDS = Histogram(
+    "gazetteer_resolution_warm_slice_seconds",
+    "Time of one slice of that background resolution (events wait at most about this).",
+    buckets=LATENCY_BUCKETS,
+)
+
 WORKER_EMBEDDING_QUEUE = Gauge(
     "gazetteer_worker_embedding_queue_chunks",
     "Chunks waiting to be embedded by this worker (GAZETTEER_EMBED_IN=worker; the query "

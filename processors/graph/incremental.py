@@ -12,11 +12,16 @@ resolution reads but its own symbols and references (`_reads_alike`), is patched
 (build.file_patch): only the questions whose answers may have changed are asked again,
 and only the edges their tallies touch are diffed (issue 3). A file resolved afresh (new,
 its imports changed, or after a restore) is diffed against all it owned.
+
+After a restore of a resolved state, `warm` resolves its files a slice at a time while the
+worker is idle, recording their answers and asks as a change would, so that the first
+change after a restart re-resolves only what it affects (issue 16).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from itertools import chain
 
 from processors.graph.answers import FileAnswers
@@ -39,6 +44,15 @@ EdgeKey = tuple[str, str, str]
 GraphChanges = dict[str, tuple]  # type: ignore[type-arg]
 
 
+@dataclass(frozen=True, slots=True)
+class Warmed:
+    """What one `IncrementalGraph.warm` slice did."""
+
+    files: int  # files (and folders) it resolved
+    waiting: int  # files and folders left to resolve (0: the warm-up is over)
+    mismatched: tuple[str, ...] = ()  # owners the state holds otherwise: left cold
+
+
 class IncrementalGraph:
     def __init__(self, repo: str) -> None:
         self.facts = RepoFacts()
@@ -57,12 +71,28 @@ class IncrementalGraph:
         self._deferred_folders: set[str] = set()  # folders their arrival changed
         self._bindings = KeptBindings()  # other files' bindings: see reexports.py
         self._pending_binds: BindingsCache = {}
+        self._cold: list[str] | None = None  # owners left to warm, the next last
+        self._warmed: set[str] = set()  # files whose answers `warm` recorded
+        self._warm_binds: BindingsCache = {}  # the warm-up's pass: facts hold still
+        self._warm_mismatched = False
+        self.resolved_files = 0  # files changes resolved or patched, in all (`warm` aside)
 
     @property
     def answers_current(self) -> bool:
         """Whether every file's answers are held: False after a restore (`absorb`) until
-        the first change, which resolves every file once."""
+        `warm` resolved them all, or the first change, which resolves the rest once."""
         return self._asks_current
+
+    @property
+    def warmable(self) -> bool:
+        """Whether `warm` has files to resolve: after a restore of a resolved state, before
+        its first change, with nothing of a scan waiting for its barrier."""
+        return (
+            not self._asks_current
+            and self._restored_resolved
+            and self._cold != []
+            and not (self._deferred or self._deferred_keys or self._deferred_folders)
+        )
 
     @property
     def scan_files_waiting(self) -> int:
@@ -120,6 +150,7 @@ class IncrementalGraph:
             # laying it out per arriving file is quadratic in the folder's size.
             self._deferred_keys |= dirty
             self._deferred_folders |= folders
+            self._cold, self._warm_binds = None, {}  # the facts moved: see `warmable`
             if upserted is not None:
                 self._deferred.add(upserted.path)
             return self._resolve(
@@ -137,9 +168,14 @@ class IncrementalGraph:
             # restored state was resolved (`absorb`), a change of nothing (the barrier of
             # a restart's scan that found no file changed) leaves it to the next: the
             # state is already what it would resolve to, and resolving sympy takes ~10 s.
-            affected |= set(self.facts.files)
+            # The files `warm` resolved already have their answers and asks, as after
+            # any change: those the change reaches are among ``affected``. The folders
+            # are laid out again as before the warm-up (a restore from deltas may hold
+            # a scan's folders unlaid; a resolved state's layout gives no difference).
+            affected |= set(self.facts.files) - self._warmed
             folders |= set(self.folders.under)
             self._asks_current = True
+            self._cold, self._warmed, self._warm_binds = None, set(), {}
         if upserted is not None:
             affected.add(upserted.path)
         return self._resolve(
@@ -202,6 +238,7 @@ class IncrementalGraph:
             nodes, edges = self.folders.subgraph(folder)
             new_nodes.update(nodes)
             new_edges.update(edges)
+        self.resolved_files += len(affected)
         owners = (affected - self._pending_more.keys()) | changed | {"/" + f for f in folders}
         return self._diff(state, owners, new_nodes, new_edges, patched, owners | node_owners)
 
@@ -318,8 +355,69 @@ class IncrementalGraph:
             self.facts.replace(record.path, record)
         self._asks_current = False  # the next change resolves every file once
         self._restored_resolved = resolved
-        self._answers = {}
+        self._answers, self._asked, self._askers = {}, {}, {}
         self._bindings = KeptBindings()  # kept from facts the delta moved past
+        self._cold, self._warmed, self._warm_binds = None, set(), {}
+        self._warm_mismatched = False
+
+    # -- resolving a restored state while idle ---------------------------------------
+
+    def warm(self, state: RepoState, limit: int) -> Warmed:
+        """Resolve up to ``limit`` more of the restored state's files (then its folders),
+        in path order, recording their answers and asks as a change and ``commit`` would;
+        their nodes and edges are not emitted: a resolved state (`absorb`) holds them.
+        Each is checked against ``state``: an owner the state holds otherwise is left to
+        the first change (``mismatched``), which resolves it and every file not warmed
+        yet, as after any restore. Once all are warmed with none mismatched, the answers
+        are current and the first change is an ordinary one. A no-op unless `warmable`."""
+        if not self.warmable:
+            return Warmed(0, len(self._cold or ()))
+        if self._cold is None:
+            folders = ["/" + f for f in sorted(self.folders.under, reverse=True)]
+            files = sorted(self.facts.files.keys() - self._warmed, reverse=True)
+            self._cold = folders + files
+        cold, binds = self._cold, self._warm_binds
+        taken = [cold.pop() for _ in range(min(limit, len(cold)))]
+        known = set(binds)
+        mismatched = []
+        for owner in taken:
+            if owner.startswith("/"):
+                nodes, edges = self.folders.subgraph(owner[1:])
+                if not _holds(state, owner, nodes, edges):
+                    mismatched.append(owner)
+                continue
+            lookup = Lookup(self.facts)
+            nodes, edges, answers = file_subgraph(self.facts.files[owner], lookup, binds)
+            if not _holds(state, owner, nodes, edges):
+                mismatched.append(owner)
+                continue
+            self._pending[owner] = lookup.keys
+            self._pending_answers[owner] = answers
+            self._warmed.add(owner)
+        self._pending_binds = {p: b for p, b in binds.items() if p not in known}
+        self.commit()
+        self._warm_mismatched |= bool(mismatched)
+        if not cold:
+            self._warm_binds = {}
+            self._asks_current = not self._warm_mismatched
+            if self._asks_current:
+                self._warmed = set()
+        return Warmed(len(taken), len(cold), tuple(mismatched))
+
+
+def _holds(
+    state: RepoState, owner: str, nodes: dict[str, NodeRecord], edges: dict[EdgeKey, EdgeRecord]
+) -> bool:
+    """Whether ``state`` holds exactly these nodes and edges of ``owner``: a resolution of
+    it would change nothing (``_diff``'s comparisons)."""
+    if set(state.edges.owned_keys(owner)) != edges.keys():
+        return False
+    held = state.edges.lookup(edges)
+    if not all(_same_edge(held[key], edge) for key, edge in edges.items()):
+        return False
+    return set(state.nodes_by_owner.get(owner, ())) == nodes.keys() and all(
+        state.nodes.get(i) == node for i, node in nodes.items()
+    )
 
 
 def _restructured(old: FileRecord, new: FileRecord) -> dict[EdgeKey, EdgeRecord | None]:

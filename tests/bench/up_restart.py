@@ -7,7 +7,12 @@ runs of a real ``gazetteer up`` process with its embedded broker, one after the 
 on one data dir and topic namespace:
 
 - ``cold``: an empty data dir: a full scan;
-- ``unchanged``: started again after a Ctrl-C, nothing changed;
+- ``unchanged``: started again after a Ctrl-C, nothing changed; once fresh, it waits
+  for the worker's background resolution of the restored repository
+  (``resolution_warmed``: ``warmed_s``, its CPU and longest slice), then the changed
+  file is edited once in the working tree (no commit) and ``edit_visible_s`` is the time
+  from that write until its details show the new symbol (issue 16: what an agent's
+  first edit after a restart waits for); the edit is undone before the stop;
 - ``one_changed``: started again after one file was edited and committed.
 
 Measured per run, from the process's start: ``url_s`` (the "Gazetteer is serving"
@@ -35,6 +40,7 @@ from tests.e2e.cli import Gazetteer
 NAME = "up_restart"
 CHANGED = {"django": "django/utils/text.py", "sympy": "sympy/core/basic.py"}
 MARK = "\n\ndef gazetteer_restart_probe():\n    return 'probe'\n"
+EDIT = "\n\ndef gazetteer_edit_probe():\n    return 'edit'\n"
 
 
 def _repository(url: str) -> dict[str, Any] | None:
@@ -75,11 +81,17 @@ def one_run(
         fresh_at = _wait(fresh, timeout)
         rid = (_repository(url) or {})["repo"]
 
-        def visible() -> bool:
+        def symbols() -> list[str]:
             detail = httpx.get(f"{url}/repositories/{rid}/files/{changed}", timeout=10).json()
-            return "gazetteer_restart_probe" in [s["name"] for s in detail.get("symbols", [])]
+            return [s["name"] for s in detail.get("symbols", [])]
+
+        def visible() -> bool:
+            return "gazetteer_restart_probe" in symbols()
 
         visible_at = _wait(visible, timeout) if label == "one_changed" else None
+        warmed: dict[str, Any] = {}
+        if label == "unchanged":
+            warmed = _edit_after_warm_up(up, root / changed, symbols, started, timeout)
         stopping = time.monotonic()
         code = up.interrupt(timeout=120)
         stopped = time.monotonic()
@@ -101,9 +113,33 @@ def one_run(
         "snapshot_load_s": [e.get("seconds") for e in loaded],
         "snapshot_writes": [(e.get("seq"), e.get("capture_s"), e.get("seconds")) for e in written],
         "rejected": [e.get("reason") for e in up.log_events("state_snapshot_rejected")],
+        **warmed,
     }
     harness.progress(f"{label}: {result}")
     return result
+
+
+def _edit_after_warm_up(
+    up: Gazetteer, path: Path, symbols: Any, started: float, timeout: float
+) -> dict[str, Any]:
+    """Wait for the restored repository's warm-up, edit ``path`` once, time until the
+    edit shows, then undo it (and wait until that shows too)."""
+    warmed_at = _wait(lambda: up.log_events("resolution_warmed"), timeout)
+    warm = up.log_events("resolution_warmed")[0]
+    original = path.read_text()
+    wrote = time.monotonic()
+    path.write_text(original + EDIT)
+    shown = _wait(lambda: "gazetteer_edit_probe" in symbols(), timeout)
+    path.write_text(original)
+    _wait(lambda: "gazetteer_edit_probe" not in symbols(), timeout)
+    return {
+        "warmed_s": round(warmed_at - started, 2),
+        "warm_up": {
+            k: warm.get(k)
+            for k in ("files", "slices", "seconds", "cpu_s", "max_slice_ms", "max_slice_cpu_ms")
+        },
+        "edit_visible_s": round(shown - wrote, 2),
+    }
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -128,6 +164,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "serving (s)",
             "fresh (s)",
             "change visible (s)",
+            "edit after warm-up visible (s)",
             "stop (s)",
             "scans",
             "snapshot MB",
@@ -138,6 +175,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 r["url_s"],
                 r["fresh_s"],
                 r["visible_s"] if r["visible_s"] is not None else "-",
+                r.get("edit_visible_s", "-"),
                 r["stop_s"],
                 " ".join(f"{'full' if f else 'diff'}:{n}" for f, n in r["scans"]),
                 r["snapshot_mb"],

@@ -41,6 +41,17 @@ async def test_a_restarted_worker_continues_from_its_snapshot(
     events = [e["event"] for e in logs]
     assert "index_restored_from_snapshot" in events
     assert "state_snapshot_rejected" not in events
+    # Its files resolved in the background (issue 16), unless its first change came first
+    # and resolved them.
+    ended = [
+        (e["repo"], e["event"], e.get("reason"))
+        for e in logs
+        if e["event"] in ("resolution_warmed", "resolution_warm_stopped")
+    ]
+    assert ended in (
+        [(rid, "resolution_warmed", None)],
+        [(rid, "resolution_warm_stopped", "changed")],
+    )
 
     log = KafkaDeltaLog(
         stack.cluster.bootstrap, stack.settings.topics.graph_deltas, stack.cluster.end_offsets
