@@ -189,6 +189,14 @@ async def _follow(
                 followed=str(duplicate.kept),
             )
         info = dict(described)
+        options = options.paced(len(kept))  # one process follows them all
+        if len(kept) > 1:
+            log.info(
+                "repositories_paced",
+                repositories=len(kept),
+                poll_s=options.poll_s,
+                recheck_s=options.recheck_s,
+            )
         for root, repo in kept:
             _, branch, head = info[root]
             log.info("repository_followed", repo=repo, root=str(root), branch=branch, head=head)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import structlog
@@ -34,6 +34,17 @@ from producers.watcher import Watcher
 log = structlog.get_logger()
 
 
+FOLLOW_POLLS_PER_S = 500.0
+"""Looks at the refs (a few ``stat`` calls, `CommitFollower`) one process makes a second
+at most, every repository it follows together."""
+
+FOLLOW_RECHECKS_PER_S = 10.0
+"""Rechecks of HEAD whose refs did not move (two git subprocesses each) one process makes
+a second at most: a watcher of 1,000 repositories rechecking each every 5 s spawned ~400
+git processes a second, and two cores were busy with nothing changing (the org
+simulation, docs/PERFORMANCE.md)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SourceOptions:
     max_bytes: int = 1_000_000
@@ -43,6 +54,19 @@ class SourceOptions:
     heartbeat_s: float = 5.0
     follow: bool = True
     watch: bool = True
+    recheck_s: float = 5.0  # HEAD asked of git again though its refs did not move
+
+    def paced(self, repositories: int) -> SourceOptions:
+        """The options of one of ``repositories`` followed by one process: its polls and
+        rechecks spaced so that the process stays within ``FOLLOW_POLLS_PER_S`` and
+        ``FOLLOW_RECHECKS_PER_S`` (unchanged up to 50 repositories). A commit is still
+        seen at the next poll (its refs move); only the safety net is slower."""
+        n = max(1, repositories)
+        return replace(
+            self,
+            poll_s=max(self.poll_s, n / FOLLOW_POLLS_PER_S),
+            recheck_s=max(self.recheck_s, n / FOLLOW_RECHECKS_PER_S),
+        )
 
 
 def open_work_tree(root: Path) -> WorkTree:
@@ -222,4 +246,5 @@ def _follower(
         max_bytes=options.max_bytes,
         batch_size=options.batch_size,
         poll_s=options.poll_s,
+        recheck_s=options.recheck_s,
     )

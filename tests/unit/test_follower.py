@@ -214,3 +214,42 @@ async def test_a_committed_secret_is_skipped_by_name_or_redacted(tmp_path: Path)
         "env.txt": ("secret_file", None),
     }
     assert all(e.commit == sha for e in changed.values())
+
+
+def test_one_process_following_many_repositories_spaces_its_polls_and_rechecks():
+    """A watcher of 1,000 repositories rechecked each every 5 s: ~400 git processes a
+    second with nothing changing. Its total now stays within the per-process rates."""
+    from producers.session import FOLLOW_POLLS_PER_S, FOLLOW_RECHECKS_PER_S, SourceOptions
+
+    base = SourceOptions(poll_s=0.25)
+    assert base.paced(1) == base
+    assert base.paced(50) == base  # 50 / 500 polls and 50 / 10 rechecks: within both
+    many = base.paced(1000)
+    assert (many.poll_s, many.recheck_s) == (2.0, 100.0)
+    assert (
+        1000 / many.poll_s <= FOLLOW_POLLS_PER_S and 1000 / many.recheck_s <= FOLLOW_RECHECKS_PER_S
+    )
+    assert (many.max_bytes, many.heartbeat_s) == (base.max_bytes, base.heartbeat_s)
+
+
+async def test_refs_that_did_not_move_are_not_asked_of_git_before_the_recheck(tmp_path: Path):
+    repo = GitRepo.create(tmp_path / "r", {"a.py": "1"})
+    follower, _, _ = make_follower(repo, recheck_s=3600.0)
+    asked: list[str] = []
+    head = follower.git.head
+
+    def counted() -> str | None:
+        asked.append("head")
+        return head()
+
+    follower.git.head = counted  # type: ignore[method-assign]
+    assert await follower.poll_once() is False  # the first look asks git
+    assert await follower.poll_once() is False
+    assert asked == ["head"]
+    follower._checked_at -= 3601.0  # the recheck is due
+    assert await follower.poll_once() is False
+    assert asked == ["head", "head"]
+    repo.write("a.py", "2")
+    sha = repo.commit("moved")
+    assert await follower.poll_once() is True  # the refs moved: asked at once
+    assert follower.last_commit == sha
