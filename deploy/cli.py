@@ -456,7 +456,7 @@ def _refused(settings: Settings, verb: Verb) -> str | None:
     if verb.exposed and settings.exposure_refused is not None:
         return settings.exposure_refused
     if verb.dense:
-        from deploy.dense_setup import DenseSetupError, check_dense_settings
+        from deploy.dense_check import DenseSetupError, check_dense_settings
 
         try:
             check_dense_settings(settings)
