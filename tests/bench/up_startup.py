@@ -7,7 +7,8 @@ Each run starts a real ``python -m deploy.cli up REPO --port 0`` (as a user type
 repository (`cli_startup.small_repository`: the scan itself is trivial), reads its log
 lines as they come, and stops everything once the producers log ``scan_started``
 (producers/scan.py): that moment ends the start-up. One unmeasured warm-up run first,
-so the page cache and the bytecode caches are warm.
+so the page cache and the bytecode caches are warm (written even where
+PYTHONDONTWRITEBYTECODE is set, as an installed package has its modules compiled).
 
 Phases, in seconds from the process's start (the log's UTC timestamps against the
 wall clock at the spawn), each child's lines told apart by their ``part`` key
@@ -171,6 +172,9 @@ ROWS = [
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     code = args.code.resolve()
+    # Bytecode caching on, in the processes started (`cli_startup._environment`): an
+    # installed package has its modules compiled, and the warm-up run writes them.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     env = {"GAZETTEER_EMBEDDER": args.embedder} if args.embedder else {}
     with tempfile.TemporaryDirectory(prefix="gz-up-startup-") as tmp:
         repo = small_repository(Path(tmp) / "small")
