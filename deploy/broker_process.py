@@ -111,8 +111,11 @@ class BrokerProcess:
             )
         _LIVE.add(self)
 
-    async def wait_until_ready(self, bootstrap: str, cluster_id: str, within: float) -> None:
-        """Wait until the broker answers a Metadata request with our `cluster_id`.
+    async def wait_until_ready(
+        self, bootstrap: str, cluster_id: str, within: float, every_s: float = 0.1
+    ) -> None:
+        """Wait until the broker answers a Metadata request with our `cluster_id`, asking
+        every ``every_s`` (a TCP connect, then the request once it accepts).
 
         The cluster id tells our broker from another one that won the race for the
         port. Raises `BrokerStartError` with the tail of the broker's log when the
@@ -141,7 +144,7 @@ class BrokerProcess:
                     f"broker did not answer the Kafka protocol on {bootstrap} within"
                     f" {within:.0f} s\n--- {self.log_path} ---\n{tail(self.log_path)}"
                 )
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(every_s)
 
     async def stop(self, grace: float) -> int | None:
         """SIGTERM the process group, SIGKILL it after `grace` seconds; the exit code."""

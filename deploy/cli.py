@@ -456,7 +456,7 @@ def _refused(settings: Settings, verb: Verb) -> str | None:
     if verb.exposed and settings.exposure_refused is not None:
         return settings.exposure_refused
     if verb.dense:
-        from deploy.dense_setup import DenseSetupError, check_dense_settings
+        from deploy.dense_check import DenseSetupError, check_dense_settings
 
         try:
             check_dense_settings(settings)
@@ -479,7 +479,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from deploy.logging_setup import configure_logging
 
         settings = _settings(args)
-        configure_logging(settings.log_level, settings.log_format)
+        # A part under `up` says which on each line (`--parent-pid`: deploy/up.py).
+        part = args.command if args.parent_pid is not None else None
+        configure_logging(settings.log_level, settings.log_format, part=part)
         refused = _refused(settings, verb)
         if refused is not None:
             print(f"gazetteer {args.command}: {refused}", file=sys.stderr)

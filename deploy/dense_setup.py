@@ -12,26 +12,13 @@ from __future__ import annotations
 
 import re
 
+from deploy.dense_check import check_dense_settings
 from deploy.settings import Settings
 from query.dense import DenseIndex, DenseReader
 from stores.text.dense_fill import DenseFill
 from stores.text.embedders import Embedder, embedder_from_spec
 from stores.text.embedding_cache import SqliteEmbeddingCache
 from stores.vectors import InMemoryVectorStore, VectorStore
-
-
-class DenseSetupError(ValueError):
-    """Settings that cannot work together."""
-
-
-def check_dense_settings(settings: Settings) -> None:
-    """Raise DenseSetupError, saying what to set, for settings that cannot work."""
-    if settings.embed_in == "worker" and settings.embedder != "none" and not settings.qdrant_url:
-        raise DenseSetupError(
-            "GAZETTEER_EMBED_IN=worker needs GAZETTEER_QDRANT_URL: the workers write the "
-            "vectors the query services search, so they must share a Qdrant server "
-            "(or leave GAZETTEER_EMBED_IN=query, where each query service embeds for itself)"
-        )
 
 
 def dense_index(settings: Settings, store: VectorStore | None = None) -> DenseIndex | None:

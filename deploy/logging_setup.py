@@ -18,9 +18,13 @@ NOISY = ("aiokafka", "faust", "mode", "uvicorn.access", "kafka", "httpx")
 
 
 def configure_logging(
-    level: str = "info", fmt: str = "console", stream: TextIO | None = None
+    level: str = "info", fmt: str = "console", stream: TextIO | None = None, part: str | None = None
 ) -> None:
-    """Log at ``level`` to ``stream`` (stderr), as ``json`` lines or for a ``console``."""
+    """Log at ``level`` to ``stream`` (stderr), as ``json`` lines or for a ``console``.
+
+    ``part``: the role of a process ``up`` started (``watch``, ``worker``, ``serve``),
+    said on each of its lines: the three share ``up``'s stderr, and a line would not
+    say which process wrote it (tests/bench/up_startup.py times each by its lines)."""
     out = stream or sys.stderr
     numeric = logging.getLevelName(level.upper())
     renderer: structlog.typing.Processor = (
@@ -33,6 +37,8 @@ def configure_logging(
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
+    if part is not None:
+        shared.append(_PartAdder(part))
     structlog.configure(
         processors=[*shared, structlog.processors.format_exc_info, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
@@ -57,3 +63,16 @@ def configure_logging(
     root.setLevel(numeric)
     for name in NOISY:
         logging.getLogger(name).setLevel(max(numeric, logging.WARNING))
+
+
+class _PartAdder:
+    """A structlog processor: ``part=ROLE`` on every line."""
+
+    def __init__(self, part: str) -> None:
+        self._part = part
+
+    def __call__(
+        self, logger: object, method: str, event: structlog.typing.EventDict
+    ) -> structlog.typing.EventDict:
+        event.setdefault("part", self._part)
+        return event

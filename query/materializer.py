@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import functools
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -35,12 +35,8 @@ from pydantic import ValidationError
 
 from producers.events import decode_source_status
 from producers.topics import DEFAULT_TOPICS, Topics
-from query.churn.durable import SavedLedger
-from query.churn_files import ChurnFiles, ChurnKeeper
 from query.read_model import ReadModel
 from query.shard import Shard
-from query.state_restore import empty_view, load_snapshot
-from query.topic_snapshots import TopicSnapshots
 from stores.dead_letters import decode_dead_letter
 from stores.delta_log import EndOffsets
 from stores.deltas import DeltaAssembler, GraphDelta, decode_delta
@@ -52,6 +48,11 @@ from stores.state_files import StateFiles
 from stores.state_snapshot import ReaderSnapshot
 from stores.state_topic import StateTopic
 from stores.tokens import decode_token
+
+if TYPE_CHECKING:
+    from query.churn.durable import SavedLedger
+    from query.churn_files import ChurnFiles, ChurnKeeper
+    from query.topic_snapshots import TopicSnapshots
 
 log = structlog.get_logger(__name__)
 
@@ -65,8 +66,9 @@ UNANSWERED_HOLD_S = 1.0
 in answers that do not look themselves (the list of repositories); the next answer
 about the repository looks again."""
 
-Restorable = tuple[ReaderSnapshot | None, SavedLedger | None]
-"""A repository's state snapshot and the churn ledger saved beside it, as read."""
+if TYPE_CHECKING:
+    Restorable = tuple[ReaderSnapshot | None, SavedLedger | None]
+    """A repository's state snapshot and the churn ledger saved beside it, as read."""
 
 
 WHOLE = Shard()
@@ -95,14 +97,23 @@ class Materializer:
         self.shard = shard
         model.serves = shard.describe()
         # Issue 16 §2: every repository started from its snapshot on the broker.
-        self._snapshots = TopicSnapshots(state_topic, model) if state_topic is not None else None
+        # (The snapshots' and the churn ledgers' machinery is imported only where it is
+        # used: the producers' materializer reads neither, issue 21.)
+        self._snapshots: TopicSnapshots | None = None
+        if state_topic is not None:
+            from query.topic_snapshots import TopicSnapshots
+
+            self._snapshots = TopicSnapshots(state_topic, model)
         # Issue 16: the worker's state snapshots, when this replica shares its data dir
         # (``gazetteer up``); a replica elsewhere reads the topics from their start.
         self._state_files = state_files
-        self._churn_files = ChurnFiles(state_files) if state_files is not None else None
-        self.churn_keeper = (
-            ChurnKeeper(self._churn_files, model) if self._churn_files is not None else None
-        )
+        self._churn_files: ChurnFiles | None = None
+        self.churn_keeper: ChurnKeeper | None = None
+        if state_files is not None:
+            from query.churn_files import ChurnFiles, ChurnKeeper
+
+            self._churn_files = ChurnFiles(state_files)
+            self.churn_keeper = ChurnKeeper(self._churn_files, model)
         self._loading: dict[str, asyncio.Future[Restorable]] = {}
         # Loaded before any delta of theirs was read: the first one says if the log
         # continues the snapshot (repo -> the delta it covers); set aside: the log decides.
@@ -226,10 +237,12 @@ class Materializer:
                 backlog=sum(self._targets.values()) - sum(sought.values()),
                 sought=sought,
             )
+            wait_ms = 0  # the first look: topics empty at start are read at once (issue 21)
             while not stop.is_set():
                 # 100 ms: an idle replica finds itself at the end of its topics ten times
                 # a second, well within what it needs to say `fresh` (CAUGHT_UP_WITHIN_S).
-                batches = await consumer.getmany(timeout_ms=100, max_records=2000)
+                batches = await consumer.getmany(timeout_ms=wait_ms, max_records=2000)
+                wait_ms = 100
                 for tp, messages in batches.items():
                     deltas = tp.topic == self._topics.graph_deltas
                     if deltas:
@@ -352,6 +365,8 @@ class Materializer:
         decoded, ledger = loading.result()
         held = self.model.repos.get(repo)
         if decoded is not None and (held is None or held.state.seq == 0):
+            from query.state_restore import load_snapshot
+
             snapshot = decoded.snapshot
             if load_snapshot(self.model, snapshot, ledger, decoded.postings):
                 self._unconfirmed[repo] = snapshot.seq
@@ -377,6 +392,8 @@ class Materializer:
         another history): the snapshot is set aside and the log alone decides."""
         covered = self._unconfirmed.pop(first.repo)
         if first.seq <= covered:
+            from query.state_restore import empty_view
+
             empty_view(self.model, first.repo)
             self._set_aside.add(first.repo)
             log.info(
@@ -398,6 +415,8 @@ class Materializer:
         if decoded is not None and decoded.snapshot.seq >= delta.seq - 1:
             churn = self._churn_files
             ledger = churn.load(delta.repo) if churn else None
+            from query.state_restore import load_snapshot
+
             load_snapshot(self.model, decoded.snapshot, ledger, decoded.postings)
 
     def _aside(self, repo: str) -> bool:
@@ -447,7 +466,7 @@ class Materializer:
     async def _partitions(self, consumer: AIOKafkaConsumer) -> list[TopicPartition]:
         """Every partition of the topics read, the shard's only of those keyed by
         repository (the ranking profiles and the tokens are every replica's)."""
-        for _ in range(100):
+        for attempt in range(100):
             found = [
                 TopicPartition(topic, p)
                 for topic in self._names
@@ -458,11 +477,12 @@ class Materializer:
                 served = set(self.shard.of(counts[self._topics.graph_deltas]))
                 everyones = {self._topics.ranking, self._topics.tokens}
                 return [tp for tp in found if tp.topic in everyones or tp.partition in served]
+            if attempt > 0:  # the first update usually finds them: looked at at once
+                await asyncio.sleep(0.1)
             # A consumer without a subscription tracks no topics' metadata: ask for ours.
             client = consumer._client  # aiokafka offers no public way to do this
             client.set_topics(self._names)
             await client.force_metadata_update()
-            await asyncio.sleep(0.1)
         raise RuntimeError(f"topics missing on the broker: {self._names}")
 
     async def _report_lag(self, consumer: AIOKafkaConsumer) -> None:

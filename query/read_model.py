@@ -12,16 +12,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import structlog
 
 from producers.events import SourceStatus
 from query.auth.book import TokenBook
-from query.churn.ledger import ChurnLedger
-from query.dense import DenseIndex
-from query.retrieval import RepoRetrieval, lean_record
-from query.search.adjacency import Adjacency
-from query.search.ranking import RankWeights
 from stores.dead_letters import DeadLetter
 from stores.deltas import GraphDelta
 from stores.freshness import BatchClock, Freshness, ProducerView, compute_freshness
@@ -30,7 +26,32 @@ from stores.projections.graph_state import FileGraphState
 from stores.ranking import EVERY_REPOSITORY, RankingProfile
 from stores.repo_state import RepoState
 
+if TYPE_CHECKING:
+    from query.churn.ledger import ChurnLedger
+    from query.dense import DenseIndex
+    from query.retrieval import RepoRetrieval
+    from query.search.adjacency import Adjacency
+    from query.search.ranking import RankWeights
+
 log = structlog.get_logger(__name__)
+
+
+# Imported when a repository is first held, not with this module (issue 21): the
+# producers (`gazetteer watch`) fold the topics into a read model to learn each
+# repository's indexed commit before they scan, and a fresh start holds none, so they
+# need no search, dense or churn machinery (numpy and the ranking among it: a third of
+# their imports; tests/unit/test_cli_imports.py).
+def _new_retrieval() -> RepoRetrieval:
+    from query.retrieval import RepoRetrieval
+
+    return RepoRetrieval()
+
+
+def _new_churn() -> ChurnLedger:
+    from query.churn.ledger import ChurnLedger
+
+    return ChurnLedger()
+
 
 RECENT_DEAD_LETTERS = 100
 
@@ -77,10 +98,10 @@ class RepoView:
     clock: BatchClock = field(default_factory=BatchClock)
     dead_letters: int = 0
     file_graph: FileGraphState | None = None
-    retrieval: RepoRetrieval = field(default_factory=RepoRetrieval)
+    retrieval: RepoRetrieval = field(default_factory=_new_retrieval)
     neighborhoods: NeighborhoodSnapshot | None = None
     changes: deque[StampedChange] = field(default_factory=lambda: deque(maxlen=RECENT_CHANGES))
-    churn: ChurnLedger = field(default_factory=ChurnLedger)
+    churn: ChurnLedger = field(default_factory=_new_churn)
     references: dict[str, int] = field(default_factory=dict)  # path -> references found
     # The graph indexed for walking: built on the first answer that needs it, then kept
     # up to date by `ReadModel.apply_delta` (issue 15). See `adjacency`.
@@ -90,6 +111,8 @@ class RepoView:
         """The state's adjacency as it stands. Built once (django: 47-80 ms), then each
         delta folded into it as the state applies it, so an answer after an edit pays for
         the edit, not a rebuild; rebuilt only if the state was replaced (a snapshot)."""
+        from query.search.adjacency import Adjacency
+
         held = self._adjacency
         if held is None or not held.follows(self.state):
             held = self._adjacency = Adjacency.of(self.state)
@@ -181,6 +204,8 @@ class ReadModel:
     def view(self, repo: str) -> RepoView:
         view = self.repos.get(repo)
         if view is None:
+            from query.retrieval import RepoRetrieval
+
             view = self.repos[repo] = RepoView(
                 RepoState(repo),
                 file_graph=FileGraphState(repo),
@@ -293,6 +318,8 @@ class ReadModel:
         if held is not None and held[0].set_at > profile.set_at:
             return False
         try:
+            from query.search.ranking import RankWeights
+
             weights = RankWeights.from_mapping(profile.weights)
         except ValueError as exc:
             log.error("ranking_profile_refused", scope=profile.scope, error=str(exc))
@@ -396,6 +423,8 @@ def _lean(delta: GraphDelta, counts: dict[str, int]) -> GraphDelta:
         counts.pop(path, None)
     for record in delta.files_upserted:
         counts[record.path] = len(record.references)
+    from query.retrieval import lean_record
+
     lean = tuple(lean_record(record) for record in delta.files_upserted)
     if all(a is b for a, b in zip(lean, delta.files_upserted, strict=True)):
         return delta

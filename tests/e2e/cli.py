@@ -23,10 +23,14 @@ URL = re.compile(r"Gazetteer is serving (http://\S+)")
 class Gazetteer:
     """One ``gazetteer`` process; stdout and stderr are collected as they come."""
 
-    def __init__(self, args: list[str], data_dir: Path, **env: str) -> None:
+    def __init__(
+        self, args: list[str], data_dir: Path, *, cwd: str | None = None, **env: str
+    ) -> None:
+        """``cwd``: the checkout whose CLI runs (default: this process's directory)."""
         self.args = args
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "deploy.cli", *args],
+            cwd=cwd,
             env={**os.environ, "GAZETTEER_DATA_DIR": str(data_dir), **env},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

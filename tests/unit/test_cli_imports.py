@@ -43,14 +43,16 @@ WEB = {"fastapi", "starlette", "uvicorn", "mcp"}
 INDEXING = {"faust", "tree_sitter", "networkx", "igraph"}
 
 NOT_IMPORTED: dict[str, set[str]] = {
-    # The supervisor and the broker alone: a broker client, no part's machinery.
-    "up": WEB | INDEXING | {"qdrant_client", "onnxruntime", "watchfiles"},
+    # The supervisor and the broker alone: a broker client, no part's machinery (and
+    # no dense machinery for the settings check: issue 21, its start-up).
+    "up": WEB | INDEXING | {"qdrant_client", "onnxruntime", "watchfiles", "numpy"},
     "broker": WEB | INDEXING | {"qdrant_client", "onnxruntime", "watchfiles", "numpy"},
     # The worker: faust and the indexer, no web framework, no Qdrant (it embeds into
     # Qdrant only with GAZETTEER_EMBED_IN=worker, and imports the client then).
     "worker": WEB | {"qdrant_client", "onnxruntime", "watchfiles"},
-    # The producers: no faust, no parser, no web framework.
-    "watch": WEB | INDEXING | {"qdrant_client", "onnxruntime"},
+    # The producers: no faust, no parser, no web framework; no search machinery for the
+    # read model they learn the indexed commits from (issue 21: `READ_SIDE_ONLY`).
+    "watch": WEB | INDEXING | {"qdrant_client", "onnxruntime", "numpy"},
     # The query service: its web framework, no worker.
     "serve": {"faust", "tree_sitter", "qdrant_client", "onnxruntime"},
     # The router: HTTP in front of the replicas, no read side of its own.
@@ -140,10 +142,41 @@ def test_a_verb_imports_only_its_own_machinery(verb: str) -> None:
         "import deploy.cli\n"
         f"verb = deploy.cli.VERBS[{verb!r}]\n"
         "if verb.dense:\n"
-        "    import deploy.dense_setup  # the settings check main() makes first\n"
+        "    import deploy.dense_check  # the settings check main() makes first\n"
         "verb.load()\n"
     )
     assert found & NOT_IMPORTED[verb] == set()
+
+
+READ_SIDE_ONLY = (
+    "query.dense",
+    "query.retrieval",
+    "query.search",
+    "query.churn",
+    "query.churn_files",
+    "query.state_restore",
+    "query.topic_snapshots",
+)
+"""What the query service's read model needs to answer, and the producers' does not to
+learn each repository's indexed commit: imported when a repository is first held
+(query/read_model.py) or when snapshots are read (query/materializer.py)."""
+
+
+def test_the_producers_read_model_imports_no_search_machinery() -> None:
+    """``gazetteer watch`` folds the topics into a `ReadModel` before it scans (issue 16);
+    on a fresh start there is nothing to fold, and its start-up (issue 21) pays for no
+    search, dense or churn module: 0.1 s of CPU before the scan starts."""
+    modules, _ = modules_after(
+        "import deploy.cli\n"
+        "deploy.cli.VERBS['watch'].load()\n"
+        "from query.materializer import Materializer\n"
+        "from query.read_model import ReadModel\n"
+        "model = ReadModel()\n"
+        "Materializer(model, '127.0.0.1:9', None)\n"
+    )
+    assert "query.read_model" in modules
+    held = sorted(m for m in modules if m.startswith(READ_SIDE_ONLY))
+    assert held == []
 
 
 def test_a_query_verb_runs_without_settings_logging_or_an_event_loop() -> None:

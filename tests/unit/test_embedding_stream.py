@@ -10,7 +10,8 @@ import httpx
 import pytest
 from qdrant_client.http.exceptions import UnexpectedResponse
 
-from deploy.dense_setup import DenseSetupError, dense_index, worker_fill
+from deploy.dense_check import DenseSetupError
+from deploy.dense_setup import dense_index, worker_fill
 from deploy.settings import Settings
 from processors.embedding_stream import EmbeddingStream, PrioritizingSink
 from processors.neighborhood_stream import InMemorySnapshotSink, NeighborhoodStream

@@ -26,12 +26,12 @@ Stream = TypeVar("Stream", bound=io.StringIO)
 
 
 @contextlib.contextmanager
-def logging_to(out: Stream) -> Iterator[Stream]:
+def logging_to(out: Stream, part: str | None = None) -> Iterator[Stream]:
     """Logs configured as in production (json), into ``out``; restored afterwards."""
     root = logging.getLogger()
     saved = (root.handlers[:], root.level, {n: logging.getLogger(n).level for n in NOISY})
     config = structlog.get_config()
-    configure_logging("info", "json", stream=out)
+    configure_logging("info", "json", stream=out, part=part)
     try:
         yield out
     finally:
@@ -147,3 +147,18 @@ def test_each_line_reaches_the_stream_in_one_write() -> None:
     assert len(whole) == 2
     assert all(call.endswith("\n") and call.count("\n") == 1 for call in whole)
     assert [json.loads(call)["event"] for call in whole] == ["broker_connected", "from stdlib"]
+
+
+def test_a_part_under_up_names_itself_on_every_line() -> None:
+    """``up``'s children share its stderr: each line says which part wrote it, the
+    stdlib loggers' too; a process on its own says nothing of the kind."""
+    with logging_to(io.StringIO(), part="watch") as out:
+        structlog.get_logger().info("scan_started", files_total=3)
+        logging.getLogger("aiokafka.consumer").warning("library %s", "complained")
+    assert [(line["event"], line["part"]) for line in lines(out)] == [
+        ("scan_started", "watch"),
+        ("library complained", "watch"),
+    ]
+    with logging_to(io.StringIO()) as out:
+        structlog.get_logger().info("scan_started", files_total=3)
+    assert "part" not in lines(out)[0]

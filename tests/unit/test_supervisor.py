@@ -123,7 +123,14 @@ def test_up_starts_each_part_as_the_cli_command_of_that_part(tmp_path: Path) -> 
         "kafka://127.0.0.1:9092",
     )
     base += ("--parent-pid", "42", "--log-level", "info", "--log-format", "json")
+    # The producers first (issue 21: their scan starts the pipeline).
     assert [(s.role, s.argv, s.pass_fds) for s in specs] == [
+        (
+            "watch",
+            (*base, "--metrics-loopback-port", "9102", "watch", str(tmp_path / "repo")),
+            (),
+        ),
+        ("worker", (*base, "--metrics-loopback-port", "9101", "worker"), ()),
         (
             "serve",
             (
@@ -133,12 +140,6 @@ def test_up_starts_each_part_as_the_cli_command_of_that_part(tmp_path: Path) -> 
                 *("--metrics-peer", "worker=http://127.0.0.1:9101/metrics"),
             ),
             (7,),
-        ),
-        ("worker", (*base, "--metrics-loopback-port", "9101", "worker"), ()),
-        (
-            "watch",
-            (*base, "--metrics-loopback-port", "9102", "watch", str(tmp_path / "repo")),
-            (),
         ),
     ]
     assert list(specs[1].leftovers(123)) == [tmp_path / "runs" / "worker-123"]
