@@ -90,7 +90,8 @@ class EdgeTable(Mapping[EdgeKey, EdgeRecord]):
         self._code_of: dict[Code, int] = {}
         self._into: tuple[Ints, Ints] | None = None  # by target: ptr, rows (when asked)
         self._live: dict[int, Held] = {}  # source id -> its edges, changed since the base
-        self._live_into: dict[int, dict[tuple[str, str], EdgeRecord]] = {}  # by target
+        # ``_live`` by target, built when first read (a worker never reads it):
+        self._live_into: dict[int, dict[tuple[str, str], EdgeRecord]] | None = None
         self._live_count = 0  # edges in ``_live``
         self._count = 0
         self._indexes: dict[int, dict[tuple[int, str], int]] = {}
@@ -174,11 +175,12 @@ class EdgeTable(Mapping[EdgeKey, EdgeRecord]):
 
     def edges_into(self, node: str) -> list[EdgeRecord]:
         """The node's edges in, in no order an answer may rely on."""
+        live_into = self._into_live()  # first: it numbers the targets it holds
         i = self._ids.get(node)
         if i is None:
             return []
         found = self._base.records(self._rows_into(i))
-        held = self._live_into.get(i)
+        held = live_into.get(i)
         if held is not None:
             found.extend(held.values())
         return found
@@ -186,6 +188,7 @@ class EdgeTable(Mapping[EdgeKey, EdgeRecord]):
     def ends(self, node: str, *, outgoing: bool) -> list[tuple[str, str, str]]:
         """(the other end, kind, confidence) of each edge out of (into) the node, without
         building its record: what counting a node's connections reads."""
+        live_into = self._into_live() if not outgoing else {}
         i = self._ids.get(node)
         if i is None:
             return []
@@ -200,7 +203,7 @@ class EdgeTable(Mapping[EdgeKey, EdgeRecord]):
         rows = self._rows_into(i)
         others, kinds = base.src[rows].tolist(), base.code[rows].tolist()
         found = [(names[o], *codes[c]) for o, c in zip(others, kinds, strict=True)]
-        found += [(e.src, e.kind, e.confidence) for e in self._live_into.get(i, {}).values()]
+        found += [(e.src, e.kind, e.confidence) for e in live_into.get(i, {}).values()]
         return found
 
     def columns(self) -> Columns:
@@ -357,7 +360,7 @@ class EdgeTable(Mapping[EdgeKey, EdgeRecord]):
             held = self._live[i] = {}
             for edge in self._base.records(slice(lo, hi)):
                 held[(edge.dst, edge.kind)] = edge
-                self._link(ids.of(edge.dst), edge)
+                self._link(edge)
             self._live_count += hi - lo
         count = len(held)
         for key in drop:
@@ -366,26 +369,40 @@ class EdgeTable(Mapping[EdgeKey, EdgeRecord]):
                 self._unlink(old)
         for edge in put:
             held[(edge.dst, edge.kind)] = edge
-            self._link(ids.of(edge.dst), edge)
+            self._link(edge)
         self._count += len(held) - count
         self._live_count += len(held) - count
         if not held and self._rows(i)[1] == self._rows(i)[0]:
             del self._live[i]  # nothing of the base to hide
         return count > 0, bool(held)
 
-    def _link(self, dst: int, edge: EdgeRecord) -> None:
+    def _into_live(self) -> dict[int, dict[tuple[str, str], EdgeRecord]]:
+        """The changed nodes' edges by target id, then by (source, kind)."""
+        if self._live_into is None:
+            self._live_into = {}
+            for held in self._live.values():
+                for edge in held.values():
+                    self._link(edge)
+        return self._live_into
+
+    def _link(self, edge: EdgeRecord) -> None:
+        if self._live_into is None:
+            return
+        dst = self._ids.of(edge.dst)
         into = self._live_into.get(dst)
         if into is None:
             into = self._live_into[dst] = {}
         into[(edge.src, edge.kind)] = edge
 
     def _unlink(self, edge: EdgeRecord) -> None:
+        if self._live_into is None:
+            return
         dst = self._ids.get(edge.dst)
         into = self._live_into.get(dst) if dst is not None else None
-        if into is not None:
+        if dst is not None and into is not None:
             into.pop((edge.src, edge.kind), None)
             if not into:
-                del self._live_into[dst]  # type: ignore[arg-type]
+                del self._live_into[dst]
 
     def _fill(self, upserted: list[EdgeRecord]) -> None:
         """An empty table's first delta, a large one (a snapshot's whole state, a first
@@ -446,7 +463,7 @@ class EdgeTable(Mapping[EdgeKey, EdgeRecord]):
     def _rebase(self, new: tuple[Columns, Ints, Ids]) -> None:
         """Hold ``new`` columns (every edge), nothing beside them, nothing derived kept."""
         self._base, self._ptr, self._ids = new
-        self._live, self._live_into = {}, {}
+        self._live, self._live_into = {}, None
         self._live_count = 0
         self._into = None
         self._indexes.clear()
