@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 
@@ -50,10 +50,16 @@ CACHE_LIMIT = 16_384
 """Per-node orders kept at most (each cache): past it they are dropped and sorted again
 when asked, so a long-lived adjacency holds no more than a version's worth of queries."""
 
+CACHE_EDGES = 131_072
+"""Edges (records, links) kept in those orders at most: they are built from the state's
+columns, ~80 bytes each, so past this (~10 MB) they are all dropped and built again."""
+
 FOLD_COST = 4
 FOLD_FLOOR = 20_000
 """A delta changing more than a quarter of the edges (and over 5,000) is not folded:
 the adjacency is dropped and built again when next asked for (a scan, a branch switch)."""
+
+_T = TypeVar("_T")
 
 CONFIDENCE_RANK = {"import": 0, "structural": 0, "same_file": 1, "same_folder": 2, "name_match": 3}
 
@@ -98,6 +104,7 @@ class Adjacency:
         "_floor",
         "_histogram",
         "_inbound",
+        "_kept",
         "_links",
         "_q",
         "_sorted",
@@ -130,6 +137,7 @@ class Adjacency:
         self._threshold: float | None = None
         self._sorted: dict[tuple[str, bool], tuple[EdgeRecord, ...]] = {}
         self._links: dict[str, tuple[Link, ...]] = {}
+        self._kept = 0  # edges in ``_sorted`` and ``_links``, counted as they are added
         self._inbound: dict[str, int] = {}
 
     @classmethod
@@ -252,7 +260,7 @@ class Adjacency:
             links = [Link(e.dst, e.kind, e.weight, True) for e in out if _traversable(e)]
             links += [Link(e.src, e.kind, e.weight, False) for e in into if _traversable(e)]
             links.sort(key=lambda k: (-k.weight, k.other, k.kind, not k.outgoing))
-            found = self._links[node] = tuple(links)
+            found = self._links[node] = self._keep(tuple(links))
         return found
 
     def _ordered(self, node: str, outgoing: bool) -> tuple[EdgeRecord, ...]:
@@ -264,7 +272,16 @@ class Adjacency:
             else:
                 edges = self.edges.edges_into(node)
                 found = tuple(sorted(edges, key=lambda e: edge_order(e, e.src)))
-            self._sorted[(node, outgoing)] = found
+            self._sorted[(node, outgoing)] = self._keep(found)
+        return found
+
+    def _keep(self, found: tuple[_T, ...]) -> tuple[_T, ...]:
+        """``found``, counted among the kept orders (all dropped past CACHE_EDGES)."""
+        self._kept += len(found)
+        if self._kept > CACHE_EDGES:
+            self._sorted.clear()
+            self._links.clear()
+            self._kept = len(found)
         return found
 
     def named(self, name: str) -> tuple[str, ...]:

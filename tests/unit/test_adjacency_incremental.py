@@ -16,6 +16,7 @@ import random
 
 import pytest
 
+import query.search.adjacency as adjacency
 from processors.indexer import RepoIndex
 from query.read_model import ReadModel
 from query.search.adjacency import Adjacency
@@ -331,3 +332,22 @@ def test_a_delta_changing_most_of_the_graph_drops_the_adjacency_to_be_built_agai
     second = view.adjacency()
     assert second is not first and second.seq == view.state.seq
     assert len(second.imports("file:pkg/m0.py")) == 5002
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_kept_orders_are_bounded_by_their_edges(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past CACHE_EDGES the kept orders are dropped (they are records built from the
+    columns) and built again: the same answers, never more edges kept than the bound
+    or the one order just asked for."""
+    monkeypatch.setattr(adjacency, "CACHE_EDGES", 5)
+    state = RepoState("s")
+    live = Adjacency.of(state, floor=0)
+    for delta in synthetic_deltas(random.Random(seed), 30):
+        before = live.before(delta)
+        assert state.apply(delta)
+        live.apply(delta, before)
+        assert_same(live, Adjacency.of(state, floor=0), state)  # reads every node's orders
+        kept = [*live._sorted.values(), *live._links.values()]
+        assert sum(map(len, kept)) <= max(5, *map(len, kept), 0)
