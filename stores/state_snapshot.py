@@ -45,11 +45,12 @@ from stores.deltas import CommitRecord, Envelope, GraphDelta, LeaseRecord, Sourc
 from stores.framing import Frame, Rejected, Sections
 from stores.neighborhoods import NeighborhoodSnapshot
 from stores.records import EdgeRecord, FileRecord, NodeRecord, Record, ReferenceRecord, trusted
-from stores.repo_state import FencedLease, RepoState, printable
 from stores.trusted_json import schema_fingerprint
 
-if TYPE_CHECKING:  # numpy's import (~0.1 s) only where postings are made or read
+if TYPE_CHECKING:  # numpy's import (~0.1 s) only where postings are made or read, and
+    # where a state is (its edges are columns): not for a CLI reading a snapshot's header
     from stores.chunk_postings import ChunkPostings, CountCache
+    from stores.repo_state import RepoState
 
 log = structlog.get_logger(__name__)
 
@@ -129,6 +130,8 @@ def capture(
 
     ``neighborhoods`` newer than the state (computed from a later delta) cannot be, so
     it is kept only when its ``graph_seq`` is within the state."""
+    from stores.repo_state import printable
+
     if state.seq < 1 or state.source is None:
         raise ValueError(f"no delta applied to {state.repo}: nothing to snapshot")
     if neighborhoods is not None and (
@@ -176,6 +179,8 @@ def base_delta(snapshot: StateSnapshot) -> GraphDelta:
 
 def restore_state(snapshot: StateSnapshot) -> RepoState:
     """The RepoState the snapshot was captured from (equal ``canonical`` encodings)."""
+    from stores.repo_state import FencedLease, RepoState
+
     state = RepoState(snapshot.repo)
     state.seq = snapshot.seq - 1
     state.apply(base_delta(snapshot))  # the owner indexes, exactly as folding builds them

@@ -1,10 +1,12 @@
 """The graph of one repository state, indexed for walking; kept up to date delta by delta.
 
-RepoState keeps each node's edges out of it (`stores.edge_table.EdgeTable`), but a walk
-needs every node's edges in both directions. `Adjacency.of(state)` adds the other once,
-the read model folds each delta into it after (`Adjacency.apply`, adjacency_fold.py),
-and it answers the questions retrieval asks of a node: its callers, callees, imports,
-importers, tests, symbols and siblings, and how connected it is.
+RepoState keeps its edges as columns (`stores.edge_table.EdgeTable`) that read a node's
+edges in both directions; the adjacency reads them there, holding no edge of its own
+(issue 16 §3), and keeps what a walk asks again and again: each node's edges in order,
+its links and its degree. `Adjacency.of(state)` counts the degrees once, the read model
+folds each delta into it after (`Adjacency.apply`, adjacency_fold.py), and it answers
+the questions retrieval asks of a node: its callers, callees, imports, importers, tests,
+symbols and siblings, and how connected it is.
 
 Connections. A node's degree is the number of distinct nodes linked with it by a
 dependency edge (IMPORTS, CALLS, USES, REFERENCES, EXTENDS, IMPLEMENTS, TESTS) in either
@@ -22,14 +24,15 @@ applied to every node with a connection).
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
+
+import numpy as np
 
 from query.search.adjacency_fold import Before, fold_names, threshold_of
 from query.search.named_tests import name_linked_tests
 from stores.deltas import GraphDelta
-from stores.edge_lists import fold_edges
 from stores.edge_table import EdgeTable
 from stores.projections.hubs import HUB_FLOOR, HUB_PERCENTILE
 from stores.projections.ids import file_id, path_of
@@ -47,10 +50,16 @@ CACHE_LIMIT = 16_384
 """Per-node orders kept at most (each cache): past it they are dropped and sorted again
 when asked, so a long-lived adjacency holds no more than a version's worth of queries."""
 
+CACHE_EDGES = 131_072
+"""Edges (records, links) kept in those orders at most: they are built from the state's
+columns, ~80 bytes each, so past this (~10 MB) they are all dropped and built again."""
+
 FOLD_COST = 4
 FOLD_FLOOR = 20_000
 """A delta changing more than a quarter of the edges (and over 5,000) is not folded:
 the adjacency is dropped and built again when next asked for (a scan, a branch switch)."""
+
+_T = TypeVar("_T")
 
 CONFIDENCE_RANK = {"import": 0, "structural": 0, "same_file": 1, "same_folder": 2, "name_match": 3}
 
@@ -82,50 +91,44 @@ def edge_order(edge: EdgeRecord, other: str) -> tuple[int, float, str, str]:
 class Adjacency:
     """Every node's edges in both directions, its degree, and the vortexa hub threshold.
 
-    Built once, in one pass over the edges (django's 75,000: 47 ms), then kept up to date
-    by `apply` as each delta is folded (the read model does it: RepoView.adjacency), so
-    an answer after an edit pays for the edit, not for a rebuild. Its lists out of each
-    node are the state's own (``out`` is `EdgeTable.out`), its lists into each node hold
-    the same records (a list slot per edge), and ``nodes`` is the state's dict. The order
-    of a list into a node is not an answer (every reader sorts it or counts it). The
-    per-node orders are sorted when first asked for and kept until a delta touches the
-    node, since a query reads a few dozen nodes of thousands. Changed only by `apply`,
-    like the RepoState it follows."""
+    Built once, its degrees counted over the edges' columns, then kept up to date by
+    `apply` as each delta is folded (the read model does it: RepoView.adjacency), so an
+    answer after an edit pays for the edit, not for a rebuild. Its edges are the state's
+    own (``edges`` is the state's `EdgeTable`, read a node at a time) and ``nodes`` is the
+    state's dict. The order of the edges into a node is not an answer (every reader sorts
+    them or counts them). The per-node orders are sorted when first asked for and kept
+    until a delta touches the node, since a query reads a few dozen nodes of thousands.
+    Changed only by `apply`, like the RepoState it follows."""
 
     __slots__ = (
-        "_edges",
         "_floor",
         "_histogram",
         "_inbound",
+        "_kept",
         "_links",
         "_q",
         "_sorted",
         "_threshold",
         "degrees",
-        "into",
+        "edges",
         "names",
         "nodes",
-        "out",
         "seq",
     )
 
     def __init__(
         self,
         nodes: Mapping[str, NodeRecord],
-        out: dict[str, list[EdgeRecord]],
-        into: dict[str, list[EdgeRecord]],
+        edges: EdgeTable,
         degrees: dict[str, int],
         names: dict[str, tuple[str, ...]],
         seq: int = 0,
         *,
-        edges: EdgeTable,
         q: float = HUB_PERCENTILE,
         floor: int = HUB_FLOOR,
     ) -> None:
         self.nodes = nodes
-        self._edges = edges  # the state's own table, read by `before`
-        self.out = out
-        self.into = into
+        self.edges = edges  # the state's own table
         self.degrees = degrees
         self.names = names
         self.seq = seq
@@ -134,23 +137,13 @@ class Adjacency:
         self._threshold: float | None = None
         self._sorted: dict[tuple[str, bool], tuple[EdgeRecord, ...]] = {}
         self._links: dict[str, tuple[Link, ...]] = {}
+        self._kept = 0  # edges in ``_sorted`` and ``_links``, counted as they are added
         self._inbound: dict[str, int] = {}
 
     @classmethod
     def of(
         cls, state: RepoState, *, q: float = HUB_PERCENTILE, floor: int = HUB_FLOOR
     ) -> Adjacency:
-        into: defaultdict[str, list[EdgeRecord]] = defaultdict(list)
-        neighbours: defaultdict[str, set[str]] = defaultdict(set)
-        # `_traversable` inlined and no setdefault's empty lists: the same lists, 65 -> 47
-        # ms for django's 75,000 edges, once per state version on the query loop (issue 15).
-        kinds = DEPENDENCY_KINDS
-        for edge in state.edges.values():
-            src, dst = edge.src, edge.dst
-            into[dst].append(edge)
-            if edge.kind in kinds and src != dst and edge.confidence != "name_match":
-                neighbours[src].add(dst)
-                neighbours[dst].add(src)
         names: dict[str, list[str]] = {}
         for node in state.nodes.values():
             if node.path is not None:
@@ -158,9 +151,7 @@ class Adjacency:
         return cls(
             nodes=state.nodes,
             edges=state.edges,
-            out=state.edges.out,
-            into=dict(into),
-            degrees={n: len(others) for n, others in neighbours.items()},
+            degrees=degrees_of(state.edges),
             names={name: tuple(sorted(ids)) for name, ids in names.items()},
             seq=state.seq,
             q=q,
@@ -172,7 +163,7 @@ class Adjacency:
     def follows(self, state: RepoState) -> bool:
         """Whether this is the adjacency of ``state`` as it stands (the same dicts, the
         same last delta): a state replaced (restored from a snapshot) is not followed."""
-        return self.nodes is state.nodes and self._edges is state.edges and self.seq == state.seq
+        return self.nodes is state.nodes and self.edges is state.edges and self.seq == state.seq
 
     @staticmethod
     def worth_folding(delta: GraphDelta, edges: int) -> bool:
@@ -189,25 +180,25 @@ class Adjacency:
         keys = (*delta.edges_removed, *(e.key for e in delta.edges_upserted))
         return Before(
             nodes={node_id: self.nodes.get(node_id) for node_id in node_ids},
-            edges=self._edges.lookup(keys),
+            edges=self.edges.lookup(keys),
         )
 
     def apply(self, delta: GraphDelta, before: Before) -> None:
         """Fold ``delta``, just applied to the state this follows (``before`` taken just
         before it was): afterwards every answer is the one `of` would give."""
-        # The lists out of each node are the state's, which applied the delta already.
-        folded = fold_edges(
-            None, self.into, delta.edges_removed, delta.edges_upserted, before.edges
-        )
-        for node in folded.sources:
-            self._sorted.pop((node, True), None)
-            self._links.pop(node, None)
-        for node in folded.targets:
-            self._sorted.pop((node, False), None)
-            self._links.pop(node, None)
-            if node.startswith("file:"):
-                self._inbound.pop(node[5:], None)
-        linked = {end for e in folded.changed if _traversable(e) for end in (e.src, e.dst)}
+        # The edges are the state's, which applied the delta already: what is left is to
+        # forget what was kept of the nodes it touched, and to count their degrees again.
+        keys = (*delta.edges_removed, *(e.key for e in delta.edges_upserted))
+        for src, dst, _ in keys:
+            self._sorted.pop((src, True), None)
+            self._sorted.pop((dst, False), None)
+            self._links.pop(src, None)
+            self._links.pop(dst, None)
+            if dst.startswith("file:"):
+                self._inbound.pop(dst[5:], None)
+        changed = [e for e in before.edges.values() if e is not None]
+        changed += delta.edges_upserted
+        linked = {end for e in changed if _traversable(e) for end in (e.src, e.dst)}
         for node in linked:
             self._recount(node)
         fold_names(self.names, self.nodes, before.nodes)
@@ -218,16 +209,12 @@ class Adjacency:
 
     def _recount(self, node: str) -> None:
         kinds = DEPENDENCY_KINDS  # `_traversable` inlined: a hub's every edge is read
+        ends = self.edges.ends(node, outgoing=True) + self.edges.ends(node, outgoing=False)
         others = {
-            e.dst
-            for e in self.out.get(node, ())
-            if e.kind in kinds and e.confidence != "name_match" and e.dst != node
+            other
+            for other, kind, confidence in ends
+            if kind in kinds and confidence != "name_match" and other != node
         }
-        others.update(
-            e.src
-            for e in self.into.get(node, ())
-            if e.kind in kinds and e.confidence != "name_match" and e.src != node
-        )
         old, new = self.degrees.get(node, 0), len(others)
         if old == new:
             return
@@ -269,21 +256,32 @@ class Adjacency:
         """Traversable edges at the node, heaviest first, then by the other end's id."""
         found = self._links.get(node)
         if found is None:
-            out, into = self.out.get(node, ()), self.into.get(node, ())
+            out, into = self.edges.edges_out(node), self.edges.edges_into(node)
             links = [Link(e.dst, e.kind, e.weight, True) for e in out if _traversable(e)]
             links += [Link(e.src, e.kind, e.weight, False) for e in into if _traversable(e)]
             links.sort(key=lambda k: (-k.weight, k.other, k.kind, not k.outgoing))
-            found = self._links[node] = tuple(links)
+            found = self._links[node] = self._keep(tuple(links))
         return found
 
     def _ordered(self, node: str, outgoing: bool) -> tuple[EdgeRecord, ...]:
         found = self._sorted.get((node, outgoing))
         if found is None:
             if outgoing:
-                found = tuple(sorted(self.out.get(node, ()), key=lambda e: edge_order(e, e.dst)))
+                edges = self.edges.edges_out(node)
+                found = tuple(sorted(edges, key=lambda e: edge_order(e, e.dst)))
             else:
-                found = tuple(sorted(self.into.get(node, ()), key=lambda e: edge_order(e, e.src)))
-            self._sorted[(node, outgoing)] = found
+                edges = self.edges.edges_into(node)
+                found = tuple(sorted(edges, key=lambda e: edge_order(e, e.src)))
+            self._sorted[(node, outgoing)] = self._keep(found)
+        return found
+
+    def _keep(self, found: tuple[_T, ...]) -> tuple[_T, ...]:
+        """``found``, counted among the kept orders (all dropped past CACHE_EDGES)."""
+        self._kept += len(found)
+        if self._kept > CACHE_EDGES:
+            self._sorted.clear()
+            self._links.clear()
+            self._kept = len(found)
         return found
 
     def named(self, name: str) -> tuple[str, ...]:
@@ -344,12 +342,12 @@ class Adjacency:
             fid = file_id(path)
             found = self._inbound[path] = len(
                 {
-                    e.src
-                    for e in self.into.get(fid, ())
-                    if e.kind in FILE_DEPENDENCY_KINDS
-                    and e.confidence != "name_match"
-                    and e.src.startswith("file:")
-                    and e.src != fid
+                    src
+                    for src, kind, confidence in self.edges.ends(fid, outgoing=False)
+                    if kind in FILE_DEPENDENCY_KINDS
+                    and confidence != "name_match"
+                    and src.startswith("file:")
+                    and src != fid
                 }
             )
         return found
@@ -359,9 +357,8 @@ class Adjacency:
         the edge's confidence: what a file's details call ``imported_by``, from the
         edges into it rather than a scan of every edge of the repository (django's
         75,000: 7 ms of an 8 ms answer, issue 15)."""
-        return sorted(
-            e.src.split(":", 1)[1] for e in self.into.get(file_id(path), ()) if e.kind == "IMPORTS"
-        )
+        ends = self.edges.ends(file_id(path), outgoing=False)
+        return sorted(src.split(":", 1)[1] for src, kind, _ in ends if kind == "IMPORTS")
 
     def linked_files(self, path: str) -> list[str]:
         """The other files a file imports or references and those importing or
@@ -407,6 +404,23 @@ class Adjacency:
             return (node.line_start or 0) if node else 0, node_id
 
         return tuple(sorted(set(ids), key=key))
+
+
+def degrees_of(edges: EdgeTable) -> dict[str, int]:
+    """Each node's degree (see the module's doc), counted over the edges' columns: the
+    distinct unordered pairs of ends of the traversable edges, counted at both ends
+    (sympy's 328,270 edges without building one record)."""
+    columns = edges.columns()
+    walked = np.array(
+        [k in DEPENDENCY_KINDS and c != "name_match" for k, c in columns.codes] or [False]
+    )
+    keep = walked[columns.code] & (columns.src != columns.dst)
+    src, dst = columns.src[keep].astype(np.int64), columns.dst[keep].astype(np.int64)
+    width = len(columns.names) + 1
+    pairs = np.unique(np.minimum(src, dst) * width + np.maximum(src, dst))
+    counts = np.bincount(np.concatenate((pairs // width, pairs % width)), minlength=width)
+    names = columns.names
+    return {names[i]: int(counts[i]) for i in np.flatnonzero(counts).tolist()}
 
 
 def _file_of(node: str) -> str:

@@ -1,10 +1,10 @@
-"""What an adjacency folds beside the state's edge lists: the records a delta is about
-to change, the names of the nodes, and the hub threshold.
+"""What an adjacency folds beside the state's edges: the records a delta is about to
+change, the names of the nodes, and the hub threshold.
 
-The lists out of each node are the state's own (`stores.edge_table.EdgeTable`); the
-lists into each node are folded by the same rules (`stores.edge_lists.fold_edges`), so
-that an adjacency kept up to date answers what a rebuild would (issue 15: the rebuild
-was 47-80 ms on django, on the event loop, after every edit).
+The edges are the state's own, both directions (`stores.edge_table.EdgeTable`); what a
+delta changes beside them is folded here, so that an adjacency kept up to date answers
+what a rebuild would (issue 15: the rebuild was 47-80 ms on django, on the event loop,
+after every edit).
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from stores.records import EdgeRecord, NodeRecord
-
-Lists = dict[str, list[EdgeRecord]]
 
 
 @dataclass(frozen=True, slots=True)

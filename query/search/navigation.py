@@ -61,10 +61,10 @@ def hop(adjacency: Adjacency, a: str, b: str) -> tuple[EdgeRecord, bool] | None:
     """The strongest dependency edge between two nodes (name matches left out, as the
     walks leave them), and whether it points from ``a`` to ``b``."""
     found = [
-        (edge_order(e, b), e, True) for e in adjacency.out.get(a, ()) if e.dst == b and _walked(e)
+        (edge_order(e, b), e, True) for e in adjacency.edges_out(a) if e.dst == b and _walked(e)
     ]
     found += [
-        (edge_order(e, a), e, False) for e in adjacency.out.get(b, ()) if e.dst == a and _walked(e)
+        (edge_order(e, a), e, False) for e in adjacency.edges_out(b) if e.dst == a and _walked(e)
     ]
     if not found:
         return None

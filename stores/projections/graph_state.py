@@ -20,7 +20,10 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from stores.deltas import GraphDelta
+from stores.edge_table import EdgeTable
 from stores.projections.file_graph import FILE_EDGE_KINDS, FileGraph, file_arc, is_clustered
 from stores.records import Keyword
 from stores.repo_state import RepoState
@@ -96,10 +99,8 @@ class FileGraphState:
         """The file graph of a materialized state, as folding its deltas would give it."""
         folded = cls(state.repo, seq=state.seq, indexed_commit=state.indexed_commit)
         folded.files = {p: r.keywords for p, r in state.files.items() if is_clustered(r)}
-        for edge in state.edges.values():
-            arc = file_arc(edge)
-            if arc is not None:
-                folded.arcs[edge.kind][_shared(arc)] = edge.weight
+        for kind, arc, weight in _file_arcs(state.edges):
+            folded.arcs[kind][_shared(arc)] = weight
         folded.changed_seq = state.seq
         return folded
 
@@ -136,6 +137,26 @@ class FileGraphState:
             if src in self.files and dst in self.files:
                 arcs[(src, dst)] = arcs.get((src, dst), 0.0) + weight
         return FileGraph(tuple(sorted(self.files)), dict(sorted(arcs.items())))
+
+
+def _file_arcs(edges: EdgeTable) -> Iterator[tuple[str, Arc, float]]:
+    """The kind, file pair and weight of each file dependency edge (`file_arc`'s), in the
+    table's order, read from its columns: no record built for the other edges (sympy:
+    17,000 of 328,270)."""
+    columns = edges.columns()
+    names, codes = columns.names, columns.codes
+    kinds = np.array([k in FILE_EDGE_KINDS and c != "name_match" for k, c in codes] or [False])
+    files = np.array([n.startswith("file:") for n in names] or [False])
+    src, dst = columns.src, columns.dst
+    keep = np.flatnonzero(kinds[columns.code] & files[src] & files[dst] & (src != dst))
+    for s, d, c, w in zip(
+        src[keep].tolist(),
+        dst[keep].tolist(),
+        columns.code[keep].tolist(),
+        columns.weights(keep).tolist(),
+        strict=True,
+    ):
+        yield codes[c][0], (names[s][5:], names[d][5:]), w
 
 
 def _shared(arc: Arc) -> Arc:

@@ -371,8 +371,8 @@ def bench_graph(state: RepoState) -> dict[str, Any]:
     t_adj, t_compact = [], []
     for node in sample:
         started = time.perf_counter()
-        [(e.dst, e.kind) for e in adjacency.out.get(node, ())]
-        [(e.src, e.kind) for e in adjacency.into.get(node, ())]
+        [(e.dst, e.kind) for e in adjacency.edges.edges_out(node)]
+        [(e.src, e.kind) for e in adjacency.edges.edges_into(node)]
         t_adj.append((time.perf_counter() - started) * 1000)
         started = time.perf_counter()
         i = graph["number"][node]

@@ -16,6 +16,7 @@ import random
 
 import pytest
 
+import query.search.adjacency as adjacency
 from processors.indexer import RepoIndex
 from query.read_model import ReadModel
 from query.search.adjacency import Adjacency
@@ -108,22 +109,15 @@ def events(rng: random.Random, stamp: Stamp, steps: int) -> list:
     return out
 
 
-def by_key(lists: dict[str, list[EdgeRecord]]) -> dict[str, list[tuple[object, int]]]:
-    """The lists as their records' keys and identities, in key order."""
-    return {node: sorted((e.key, id(e)) for e in edges) for node, edges in lists.items()}
-
-
 def assert_same(live: Adjacency, fresh: Adjacency, state: RepoState) -> None:
     """Every public answer of ``live`` equals ``fresh``'s, for every node and file."""
     assert live.seq == fresh.seq == state.seq
     assert live.nodes is state.nodes
-    assert live.out is fresh.out is state.edges.out  # the state's own lists (test_edge_table)
-    # A list into a node holds the same records; its order is no answer (all sort or count).
-    assert by_key(live.into) == by_key(fresh.into)
+    assert live.edges is fresh.edges is state.edges  # the state's own edges (test_edge_table)
     assert live.degrees == fresh.degrees
     assert live.hub_threshold.hex() == fresh.hub_threshold.hex()
     assert live.names == fresh.names
-    nodes = sorted(set(state.nodes) | set(live.out) | set(live.into) | set(fresh.into))
+    nodes = sorted(set(state.nodes) | {end for key in state.edges for end in key[:2]})
     for node in nodes:
         for ask in (
             Adjacency.edges_out,
@@ -274,8 +268,12 @@ def test_a_key_removed_and_upserted_again_goes_last_and_an_upsert_keeps_its_plac
         before = live.before(delta)
         state.apply(delta)
         live.apply(delta, before)
-    assert [(e.dst, e.weight) for e in live.out["x"]] == [("b", 3.0), ("c", 1.0), ("a", 1.0)]
-    assert [(e.dst, e.weight) for e in Adjacency.of(state).out["x"]] == [
+    assert [(e.dst, e.weight) for e in live.edges.edges_out("x")] == [
+        ("b", 3.0),
+        ("c", 1.0),
+        ("a", 1.0),
+    ]
+    assert [(e.dst, e.weight) for e in Adjacency.of(state).edges.edges_out("x")] == [
         ("b", 3.0),
         ("c", 1.0),
         ("a", 1.0),
@@ -334,3 +332,22 @@ def test_a_delta_changing_most_of_the_graph_drops_the_adjacency_to_be_built_agai
     second = view.adjacency()
     assert second is not first and second.seq == view.state.seq
     assert len(second.imports("file:pkg/m0.py")) == 5002
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_kept_orders_are_bounded_by_their_edges(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past CACHE_EDGES the kept orders are dropped (they are records built from the
+    columns) and built again: the same answers, never more edges kept than the bound
+    or the one order just asked for."""
+    monkeypatch.setattr(adjacency, "CACHE_EDGES", 5)
+    state = RepoState("s")
+    live = Adjacency.of(state, floor=0)
+    for delta in synthetic_deltas(random.Random(seed), 30):
+        before = live.before(delta)
+        assert state.apply(delta)
+        live.apply(delta, before)
+        assert_same(live, Adjacency.of(state, floor=0), state)  # reads every node's orders
+        kept = [*live._sorted.values(), *live._links.values()]
+        assert sum(map(len, kept)) <= max(5, *map(len, kept), 0)
