@@ -26,9 +26,11 @@ from typing import Any
 import numpy as np
 
 from stores.edge_columns import Code, Columns, Ids, Ints, empty_columns, merged
+from stores.owners import EdgeKey, owner_path, reindex
 from stores.records import EdgeRecord
 
-EdgeKey = tuple[str, str, str]
+__all__ = ["EdgeKey", "EdgeTable", "owner_path", "reindex"]
+
 Held = dict[tuple[str, str], EdgeRecord]  # a changed node's edges by (other end, kind)
 
 INDEXED_FROM = 16
@@ -47,19 +49,6 @@ LIVE_FLOOR = 4_096
 """The changed nodes' records are merged into the columns when they hold more than a
 sixteenth of the edges (and more than LIVE_FLOOR): a few MB of records at most beside the
 columns, and a merge (sympy: ~60 ms) once per that many changed edges."""
-
-
-def owner_path(node_id: str) -> str | None:
-    """What owns a node or an edge from it: the file of ``file:a.py`` and ``sym:a.py:X``;
-    ``/folder`` for a folder node ``dir:folder`` (file paths never start with '/');
-    nothing for external modules, which live as long as an edge points at them."""
-    if node_id.startswith("file:"):
-        return node_id[5:]
-    if node_id.startswith("sym:"):
-        return node_id[4:].split(":", 1)[0]
-    if node_id.startswith("dir:"):
-        return "/" + node_id[4:]
-    return None
 
 
 class EdgeTable(Mapping[EdgeKey, EdgeRecord]):
@@ -468,18 +457,3 @@ class EdgeTable(Mapping[EdgeKey, EdgeRecord]):
         self._into = None
         self._indexes.clear()
         self._indexed = 0
-
-
-def reindex(
-    index: dict[str, tuple[str, ...]], gone: dict[str, set[str]], new: dict[str, set[str]]
-) -> None:
-    """Each touched owner's entries rebuilt once (a tuple: 8 bytes an entry where a set
-    costs ~45); new ones go last, sorted, so the index does not depend on a set's order."""
-    for owner in gone.keys() | new.keys():
-        dropped = gone.get(owner, ())
-        kept = [k for k in index.get(owner, ()) if k not in dropped]
-        kept.extend(sorted(new.get(owner, ())))
-        if kept:
-            index[owner] = tuple(kept)
-        else:
-            index.pop(owner, None)

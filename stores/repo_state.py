@@ -11,10 +11,14 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from stores.deltas import CommitRecord, GraphDelta, LeaseRecord, SourceMark
-from stores.edge_table import EdgeKey, EdgeTable, owner_path, reindex
+from stores.owners import EdgeKey, owner_path, reindex
 from stores.records import EdgeRecord, FileRecord, NodeRecord
+
+if TYPE_CHECKING:
+    from stores.edge_table import EdgeTable
 
 __all__ = ["EdgeKey", "FencedLease", "RepoState", "owner_path", "printable"]
 
@@ -38,6 +42,14 @@ def _note(changes: dict[str, set[str]], owner: str | None, key: str) -> None:
         changes.setdefault(owner, set()).add(key)
 
 
+def _edge_table() -> EdgeTable:
+    """An empty table, its module (and numpy, its columns') imported with the first state
+    built, not with this module: the producers' read model holds none on a fresh start."""
+    from stores.edge_table import EdgeTable
+
+    return EdgeTable()
+
+
 @dataclass
 class RepoState:
     """A repository's materialized state: its files' records, the graph's nodes and edges
@@ -50,7 +62,7 @@ class RepoState:
     repo: str
     files: dict[str, FileRecord] = field(default_factory=dict)
     nodes: dict[str, NodeRecord] = field(default_factory=dict)
-    edges: EdgeTable = field(default_factory=EdgeTable)
+    edges: EdgeTable = field(default_factory=_edge_table)
     nodes_by_owner: dict[str, tuple[str, ...]] = field(default_factory=dict)
     seq: int = 0
     source: SourceMark | None = None

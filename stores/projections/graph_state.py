@@ -19,14 +19,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from stores.deltas import GraphDelta
-from stores.edge_table import EdgeTable
 from stores.projections.file_graph import FILE_EDGE_KINDS, FileGraph, file_arc, is_clustered
 from stores.records import Keyword
 from stores.repo_state import RepoState
+
+if TYPE_CHECKING:
+    from stores.edge_table import EdgeTable
 
 EdgeKey = tuple[str, str, str]
 Arc = tuple[str, str]
@@ -143,6 +144,8 @@ def _file_arcs(edges: EdgeTable) -> Iterator[tuple[str, Arc, float]]:
     """The kind, file pair and weight of each file dependency edge (`file_arc`'s), in the
     table's order, read from its columns: no record built for the other edges (sympy:
     17,000 of 328,270)."""
+    import numpy as np  # here: a state without edges (the producers') needs none
+
     columns = edges.columns()
     names, codes = columns.names, columns.codes
     kinds = np.array([k in FILE_EDGE_KINDS and c != "name_match" for k, c in codes] or [False])
