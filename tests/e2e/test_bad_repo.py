@@ -109,7 +109,7 @@ def test_up_survives_a_bad_repository_and_records_every_path(tmp_path: Path, git
         check_index(url, bad, live, up)
         edit_shows(url, rid, bad)
         assert up.proc.poll() is None, "gazetteer up exited"
-        assert [e["role"] for e in up.log_events("part_started")] == ["serve", "worker", "watch"]
+        assert [e["role"] for e in up.log_events("part_started")] == ["watch", "worker", "serve"]
         assert not up.log_events("part_exited"), "a part of gazetteer up exited"
         assert up.interrupt() == 0
     finally:
