@@ -55,6 +55,16 @@ def _settled() -> None:
     gc.freeze()
 
 
+def _restored(raw: bytes) -> RepoIndex:
+    """An index restored from the snapshot ``raw``, the previous one's garbage collected
+    first and the heap settled after, so that each edit is timed alike."""
+    gc.unfreeze()
+    gc.collect()
+    index = RepoIndex.from_snapshot(decode(raw))
+    _settled()
+    return index
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     tree = package_tree(args.corpus)
     path = CHANGED[args.corpus]
@@ -68,17 +78,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     expected, ordinary = _timed_edit(index, edit)
     harness.progress(f"ordinary: {ordinary}")
     del index
-    gc.unfreeze()
-    gc.collect()
-    cold_index = RepoIndex.from_snapshot(decode(raw))
-    _settled()
+    cold_index = _restored(raw)
     cold_delta, cold = _timed_edit(cold_index, edit)
     harness.progress(f"cold: {cold}")
     del cold_index
-    gc.unfreeze()
-    gc.collect()
-    warm_index = RepoIndex.from_snapshot(decode(raw))
-    _settled()
+    warm_index = _restored(raw)
     rss_before = rss_mb()
     done = asyncio.run(warm_up(args.corpus, warm_index))
     gc.collect()
