@@ -115,10 +115,11 @@ class RepoIndex:
         index.state = restore_state(snapshot)
         return index
 
-    def warm(self, limit: int) -> Warmed:
-        """Resolve up to ``limit`` more files of a restored state while idle
-        (`IncrementalGraph.warm`), so that its first change costs what any change costs."""
-        return self.graph.warm(self.state, limit)
+    def warm(self, limit: int, until: Callable[[], bool] = lambda: False) -> Warmed:
+        """Resolve up to ``limit`` more files of a restored state while idle, fewer once
+        ``until()`` (`IncrementalGraph.warm`), so that its first change costs what any
+        change costs."""
+        return self.graph.warm(self.state, limit, until)
 
     def prepare(self, events: Sequence[EventBase], pool: ParsePool) -> int:
         """Have ``pool`` parse ahead the files of a scan among ``events`` (the batch about
@@ -235,6 +236,7 @@ class RepoIndex:
             ),
             event_kind=getattr(event, "kind", type(event).__name__),
             applied_at=now,
+            resolved=self.graph.state_resolved,  # the change is computed: as after it
             **changes,
         )
 
@@ -244,7 +246,9 @@ class RepoIndex:
             return self.state.apply(delta)  # a no-op for an old delta; raises on a gap
         self.graph.count_externals(self.state, delta)
         self.state.apply(delta)
-        self.graph.absorb(delta)
+        # a delta that says its state was resolved leaves one a restored worker warms
+        # (processors/resolution_warmup.py), as after a restore from a snapshot
+        self.graph.absorb(delta, resolved=delta.resolved is True)
         return True
 
     # -- per event kind -------------------------------------------------------------

@@ -3,8 +3,10 @@
 A worker restored from a resolved state snapshot holds the state but not its files'
 answers, so its first change used to resolve every file once (~10 s on sympy) before the
 agent's edit showed. `warm_up` resolves them a slice at a time instead (`RepoIndex.warm`),
-each slice sized to about ``slice_s`` and followed by ``asyncio.sleep(0)``, so that events,
-heartbeats and the fence never wait longer than a slice; a change that comes first
+each slice ending once ``slice_s`` is spent (files' costs vary a hundredfold: a count sized
+from the last slice's pace overshot to 560 ms on django after a run of cheap files) and
+followed by ``asyncio.sleep(0)``, so that events, heartbeats and the fence never wait
+longer than a slice and one file; a change that comes first
 resolves what is still cold, exactly as before. It stops when the index is no longer
 the pipeline's (the partition revoked, the index dropped) or a change ended the warm-up.
 """
@@ -24,7 +26,9 @@ from stores.metrics import RESOLUTION_WARM_SLICE_SECONDS, RESOLUTION_WARMED_FILE
 log = structlog.get_logger(__name__)
 
 SLICE_S = 0.02
-"""A slice's target duration: what an event arriving meanwhile waits for at most, about."""
+"""A slice's budget: what an event arriving meanwhile waits for at most, plus one file."""
+SLICE_FILES = 4096
+"""At most this many files a slice, however cheap (a folder of translations)."""
 MAX_MISMATCHES_LOGGED = 20
 
 
@@ -52,15 +56,15 @@ async def warm_up(
     clock: Callable[[], float] = time.perf_counter,
 ) -> WarmUp:
     """Warm ``index`` while ``current()`` (the index is still the pipeline's), in slices
-    whose number of files follows the last slice's pace towards ``slice_s``; logged
+    of ``slice_s`` on ``clock`` (at least one file each, at most `SLICE_FILES`); logged
     ``resolution_warmed`` when done, ``resolution_warm_stopped`` when cut short."""
-    started, limit = clock(), 4
+    started = clock()
     files = slices = mismatched = 0
     waiting = -1  # what the last slice left (0: it finished the warm-up)
     cpu = longest = longest_cpu = 0.0
     while current() and index.graph.warmable:
         began, began_cpu = clock(), time.thread_time()
-        warmed = index.warm(limit)
+        warmed = index.warm(SLICE_FILES, _until(clock, began + slice_s))
         took, took_cpu = clock() - began, time.thread_time() - began_cpu
         cpu, longest_cpu = cpu + took_cpu, max(longest_cpu, took_cpu)
         files, slices, longest = files + warmed.files, slices + 1, max(longest, took)
@@ -75,7 +79,6 @@ async def warm_up(
                 owners=list(warmed.mismatched[:MAX_MISMATCHES_LOGGED]),
                 count=len(warmed.mismatched),
             )
-        limit = max(1, min(limit * 4, round(limit * slice_s / max(took, 1e-6))))
         await asyncio.sleep(0)
     done = WarmUp(
         files=files,
@@ -103,3 +106,8 @@ async def warm_up(
         )
         log.info("resolution_warm_stopped", repo=repo, reason=reason, **fields)
     return done
+
+
+def _until(clock: Callable[[], float], deadline: float) -> Callable[[], bool]:
+    """Whether ``clock`` has passed ``deadline``: a slice's time is spent."""
+    return lambda: clock() >= deadline

@@ -139,6 +139,11 @@ class GraphDelta(Record):
     lease: LeaseRecord | None = Field(
         default=None, description="set by a LeaseClaimed: the repository's lease from now on"
     )
+    resolved: bool | None = Field(
+        default=None,
+        description="the state after it has every file resolved into its edges (no file of "
+        "a scan waits for its barrier); None: not said (a delta written before it was)",
+    )
 
     @property
     def changes(self) -> int:

@@ -174,6 +174,7 @@ def base_delta(snapshot: StateSnapshot) -> GraphDelta:
         edges_upserted=snapshot.edges,
         indexed_commit=snapshot.indexed_commit,
         branch=snapshot.branch,
+        resolved=snapshot.resolved,
     )
 
 

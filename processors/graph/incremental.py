@@ -20,7 +20,7 @@ change after a restart re-resolves only what it affects (issue 16).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import chain
 
@@ -362,9 +362,13 @@ class IncrementalGraph:
 
     # -- resolving a restored state while idle ---------------------------------------
 
-    def warm(self, state: RepoState, limit: int) -> Warmed:
+    def warm(
+        self, state: RepoState, limit: int, until: Callable[[], bool] = lambda: False
+    ) -> Warmed:
         """Resolve up to ``limit`` more of the restored state's files (then its folders),
-        in path order, recording their answers and asks as a change and ``commit`` would;
+        in path order, stopping early once ``until()`` says the slice's time is spent (at
+        least one is resolved: a slice costs its budget plus one file at most), recording
+        their answers and asks as a change and ``commit`` would;
         their nodes and edges are not emitted: a resolved state (`absorb`) holds them.
         Each is checked against ``state``: an owner the state holds otherwise is left to
         the first change (``mismatched``), which resolves it and every file not warmed
@@ -377,10 +381,12 @@ class IncrementalGraph:
             files = sorted(self.facts.files.keys() - self._warmed, reverse=True)
             self._cold = folders + files
         cold, binds = self._cold, self._warm_binds
-        taken = [cold.pop() for _ in range(min(limit, len(cold)))]
+        taken: list[str] = []
         known = set(binds)
         mismatched = []
-        for owner in taken:
+        while cold and len(taken) < limit and not (taken and until()):
+            owner = cold.pop()
+            taken.append(owner)
             if owner.startswith("/"):
                 nodes, edges = self.folders.subgraph(owner[1:])
                 if not _holds(state, owner, nodes, edges):

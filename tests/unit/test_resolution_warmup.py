@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Callable
 
 import pytest
 from structlog.testing import capture_logs
@@ -181,6 +182,61 @@ def test_slices_resolve_in_path_order_up_to_their_limit() -> None:
     assert index.graph.answers_current and index.warm(3).files == 0
 
 
+@pytest.mark.parametrize("seed", [1, 3])
+def test_a_takeover_past_the_snapshot_warms_when_its_last_delta_was_resolved(seed: int) -> None:
+    """A worker taking the partition over restores the snapshot, then folds the deltas
+    published after it: at every cut, it is warmable exactly when the worker that
+    published the last of them held a resolved state (not in a scan before its barrier),
+    and warmed then, it gives the uninterrupted worker's next deltas, byte for byte."""
+    snapshot, after, uninterrupted = restart(seed)
+    published = handled(uninterrupted, after)
+    # the restart's rescan changed files: from the first of them to its barrier, not
+    assert False in [d.resolved for d in published] and published[-1].resolved
+    for cut in range(len(after)):
+        taker = RepoIndex.from_snapshot(snapshot)
+        for delta in published[:cut]:
+            assert taker.apply(delta)
+        assert taker.graph.warmable == (published[cut - 1].resolved if cut else True)
+        if taker.graph.warmable:
+            while taker.warm(3).waiting:
+                pass
+            assert taker.graph.answers_current, f"cut {cut}"
+        assert handled(taker, after[cut:]) == published[cut:], f"cut {cut}"
+    unsaid = RepoIndex.from_snapshot(snapshot)
+    unsaid.apply(published[0].model_copy(update={"resolved": None}))  # an older worker's
+    assert not unsaid.graph.warmable
+
+
+def test_a_slice_stops_once_its_time_is_spent_after_one_file_at_least() -> None:
+    snapshot, _, _ = restart(1)
+    index = RepoIndex.from_snapshot(snapshot)
+    asked: list[int] = []
+
+    def spent_after(n: int) -> Callable[[], bool]:
+        def until() -> bool:
+            asked.append(n)
+            return len(asked) >= n
+
+        return until
+
+    assert index.warm(100, spent_after(3)).files == 3  # asked after the 1st, 2nd, 3rd file
+    asked.clear()
+    assert index.warm(100, lambda: True).files == 1  # spent at once: one file all the same
+    assert index.warm(2, lambda: False).files == 2  # the count still bounds it
+    assert index.warm(100).waiting == 0
+
+
+async def test_a_warm_up_slice_ends_on_its_clock_not_on_a_count() -> None:
+    snapshot, _, _ = restart(1)
+    index = RepoIndex.from_snapshot(snapshot)
+    ticks = iter(range(10**6))
+    # every read of the clock is one second later: a slice of 2.5 s reads it at its start,
+    # then after each file, so it takes 3 files (then 1 s more to measure it)
+    done = await warm_up("app-1", index, slice_s=2.5, clock=lambda: float(next(ticks)))
+    assert (done.files, done.slices, done.completed) == (len(MODULES) + 3, 4, True)
+    assert done.max_slice_ms == 4000.0
+
+
 def test_a_snapshot_not_resolved_is_not_warmed() -> None:
     s = Stamp()
     index = RepoIndex("app-1")
@@ -280,6 +336,5 @@ async def test_a_warm_up_gives_the_loop_back_between_slices() -> None:
     done = await warm_up("app-1", index, slice_s=1e-9)  # one file a slice
     finished.set()
     await running
-    # the first slice takes 4 files, then each 1
-    assert (done.files, done.slices, done.completed) == (len(MODULES) + 3, 7, True)
+    assert (done.files, done.slices, done.completed) == (len(MODULES) + 3, len(MODULES) + 3, True)
     assert ticks >= done.slices - 1

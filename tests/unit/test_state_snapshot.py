@@ -113,7 +113,9 @@ def test_a_worker_restored_from_a_snapshot_handles_the_rest_exactly_as_one_that_
         first, early = fold(events[:cut])
         if not early:
             continue
-        restored = RepoIndex.from_snapshot(decode(encode(capture(first.state))), parse=tiny_parse)
+        # captured as the worker's keeper does: saying whether its state was resolved
+        snapshot = capture(first.state, resolved=first.graph.state_resolved)
+        restored = RepoIndex.from_snapshot(decode(encode(snapshot)), parse=tiny_parse)
         later = [restored.handle(e, now=float(cut + n)) for n, e in enumerate(events[cut:])]  # type: ignore[arg-type]
         produced = [d for d in later if d is not None]
         # The same deltas as the uninterrupted worker (its clock aside), the same state.
