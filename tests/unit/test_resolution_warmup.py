@@ -308,6 +308,30 @@ async def test_the_worker_warms_a_restored_repository_in_the_background() -> Non
     assert index.graph.resolved_files < len(MODULES)
 
 
+async def test_a_worker_taking_the_partition_over_warms_what_the_log_continued() -> None:
+    """A takeover: the snapshot (the broker's), then the deltas another worker published
+    after it in the partition's log. Restoring the assigned partition starts the warm-up,
+    and the next edit then gives the uninterrupted worker's delta."""
+    snapshot, after, uninterrupted = restart(1)
+    published = handled(uninterrupted, after[:5])
+    log = InMemoryDeltaLog()
+    log.partitions[0] += published
+    restore = lambda repo: RepoIndex.from_snapshot(snapshot)  # noqa: E731
+    worker = IndexingPipeline(log, InMemoryDeltaSink(log), clock=lambda: 7.0, new_index=restore)
+    with capture_logs() as logs:
+        await worker.restore_assigned([0])
+        assert len(worker.warm_ups) == 1
+        await asyncio.gather(*worker.warm_ups)
+        await worker.process(_message(after[5], 5))
+    owners = len(uninterrupted.state.files) + 3  # two deleted meanwhile; the folders
+    assert [e["files"] for e in logs if e["event"] == "resolution_warmed"] == [owners]
+    index = worker.index(0, "app-1")
+    assert index is not None and index.state.seq == published[-1].seq + 1
+    assert log.partitions[0][-1].model_copy(update={"applied_at": 0.0}) == handled(
+        uninterrupted, after[5:6]
+    )[0].model_copy(update={"applied_at": 0.0})
+
+
 async def test_a_warm_up_stops_when_the_partition_is_revoked() -> None:
     snapshot, _, _ = restart(2)
     worker, _ = _restarted(snapshot)
