@@ -41,7 +41,13 @@ MAX_PIECES_PER_FILE = 4000
 kept (bounded memory, and such a file is rarely the answer)."""
 
 _TRIPLE = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'')
-_QUOTED = re.compile(r'"((?:[^"\\\n]|\\.)*)"|\'((?:[^\'\\\n]|\\.)*)\'|`((?:[^`\\\n]|\\.)*)`')
+_QUOTED = re.compile(
+    r'"((?:[^"\\\n]|\\.)*)"'
+    # a single quote opens after no word character, `&` or `<` (an apostrophe, a Rust
+    # lifetime: `doesn't`, `&'a`, `<'a>`) but a string prefix's (`f'`, `rb'`)
+    r"|(?:(?<![\w&<])|(?<=\b[fFbBrRuU])|(?<=\b[fFbBrR]{2}))'((?:[^'\\\n]|\\.)*)'"
+    r"|`((?:[^`\\\n]|\\.)*)`"
+)
 _PLACEHOLDER = re.compile(
     r"%\([^)]*\)[-#0 +]*\d*(?:\.\d+)?[a-zA-Z]"  # %(name)s
     r"|%[-#0 +]*\d*(?:\.\d+)?[a-zA-Z%]"  # %s %d %v %5.2f %%

@@ -44,6 +44,19 @@ def test_fragments_are_the_fixed_words_between_placeholders_in_every_language() 
     assert words("Cannot OPEN: /tmp/x.txt") == ["cannot", "open", "tmp", "x", "txt"]
 
 
+def test_an_apostrophe_or_a_lifetime_opens_no_literal_but_a_string_prefix_does() -> None:
+    rust = (
+        "fn f<'a, M: Matcher>(x: &'a M) -> Sink<'a> {\n    // the sink doesn't own it, don't drop\n"
+    )
+    assert fragments(rust) == []
+    assert fragments("raise ValueError(f'cannot read {x} from the file')") == [
+        "cannot read",
+        "from the file",
+    ]
+    assert fragments("x = rb'raw bytes of a header'") == ["raw bytes of a header"]
+    assert fragments("# it's 'a quoted message' here") == ["a quoted message"]
+
+
 def test_a_piece_weighs_by_its_length() -> None:
     assert [piece_weight(p) for p in ("ab cd", "ab cd ef", "ab cd ef gh", "a b c d e f")] == [
         1 / 3,
