@@ -14,11 +14,11 @@ import pytest
 
 import stores.node_table as node_table
 from stores.deltas import GraphDelta
-from tests.factories import graph_delta
 from stores.node_table import NodeTable, fits
 from stores.owners import owner_path
 from stores.records import NodeRecord, fields_of, trusted
 from stores.repo_state import RepoState
+from tests.factories import graph_delta
 
 IDS = [f"sym:a{i % 3}.py:n{i}" for i in range(14)] + [
     "file:a0.py",
@@ -98,7 +98,7 @@ def test_the_table_is_the_dict(seed: int) -> None:
     rng = random.Random(seed)
     merge_often = seed % 3 != 2
     table, oracle = NodeTable(), {}
-    for step in range(120):
+    for _step in range(120):
         for _ in range(rng.randint(1, 8)):
             key = rng.choice(IDS)
             roll = rng.random()
