@@ -21,7 +21,7 @@ from itertools import chain
 import structlog
 
 from query.dense import DenseIndex
-from query.search import packed_chunks, packed_sections
+from query.search import packed_chunks, packed_facts, packed_sections
 from query.search.adjacency import Adjacency
 from query.search.chunk_texts import RECENT_FILES, ChunkTexts
 from query.search.context_pack import ContextPack, build_pack
@@ -249,12 +249,22 @@ def lean_record(record: FileRecord) -> FileRecord:
     them packed), and its chunks and sections packed (`query.search.packed_chunks`,
     `packed_sections`: sequences that build the same records as they are read)."""
     chunks, sections = _lean_chunks(record), packed_sections.pack(record.sections)
-    if not record.references and chunks is record.chunks and sections is record.sections:
+    symbols, imports = packed_facts.pack(record.symbols), packed_facts.pack(record.imports)
+    kept = (chunks, sections, symbols, imports)
+    held = (record.chunks, record.sections, record.symbols, record.imports)
+    if not record.references and all(a is b for a, b in zip(kept, held, strict=True)):
         return record
     # trusted: the copy shares its class's fields-set (a model's copy takes its own)
     return trusted(
         FileRecord,
-        {**record.__dict__, "references": (), "chunks": chunks, "sections": sections},
+        {
+            **record.__dict__,
+            "references": (),
+            "chunks": chunks,
+            "sections": sections,
+            "symbols": symbols,
+            "imports": imports,
+        },
     )
 
 

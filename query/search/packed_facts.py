@@ -1,0 +1,116 @@
+"""A file's symbols or imports packed into one flat tuple of their fields, records built
+as they are read (issue 16 §3, docs/READ_SIDE_MEMORY.md "Built since").
+
+A symbol held as a record cost its object (12 slots and the headers: 128 bytes) and its
+place in the file's tuple (8), 5.7 MB of sympy's read side for 42,234 symbols, beside
+strings others share (its name, qualname, signature and doc are its chunk's and its
+node's too). Here a file's records are one tuple of their fields' values, record after
+record in declaration order (96 bytes a symbol, 48 an import): the same objects the
+records held, so nothing is copied and a record built again is equal field for field
+(the same values: not copies).
+
+What reads every file's symbols or imports per answer (graph search's channels, the
+repository overview's counts) reads a field's column (`column`: a slice of the tuple, in
+C) and builds the records of the matches only; what reads a file at a time (a file's
+detail, a pack, the churn's images of a changed file) iterates as before. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, Generic, TypeVar, overload
+
+from stores.records import Fact, ImportRecord, SymbolRecord, fields_of
+
+F = TypeVar("F", bound=Fact)
+
+PACKED: tuple[type[Fact], ...] = (SymbolRecord, ImportRecord)
+"""The record classes packed (each a fact whose every field is a slot)."""
+
+_NAMES: dict[type[Fact], tuple[str, ...]] = {cls: tuple(fields_of(cls)) for cls in PACKED}
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def pack(records: Sequence[F]) -> Sequence[F]:
+    """``records`` as a `PackedFacts`, or as they are: none, already packed, or not all
+    of one packed class (a subclass could hold more than its fields)."""
+    if not records or isinstance(records, PackedFacts):
+        return records
+    cls = type(records[0])
+    names = _NAMES.get(cls)  # type: ignore[arg-type]
+    if names is None or any(type(r) is not cls for r in records):
+        return records
+    return PackedFacts(cls, tuple(getattr(r, n) for r in records for n in names))
+
+
+def column(records: Sequence[Fact], name: str) -> Sequence[Any]:
+    """Each record's ``name`` field, in order, without building packed records."""
+    if isinstance(records, PackedFacts):
+        return records.column(name)
+    return [getattr(r, name) for r in records]
+
+
+class PackedFacts(Sequence[F], Generic[F]):
+    """One file's records of one class, in their order; reads build records equal to
+    the packed ones. Equal to any sequence of equal records, and hashes as their tuple,
+    so a file record holding it compares as one holding the tuple."""
+
+    __slots__ = ("_cls", "_refs")
+
+    def __init__(self, cls: type[F], refs: tuple[Any, ...]) -> None:
+        self._cls = cls
+        self._refs = refs
+
+    def __len__(self) -> int:
+        return len(self._refs) // len(_NAMES[self._cls])
+
+    @overload
+    def __getitem__(self, index: int) -> F: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[F, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> F | tuple[F, ...]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        count = len(self)
+        if index < 0:
+            index += count
+        if not 0 <= index < count:
+            raise IndexError("record index out of range")
+        return self._record(index)
+
+    def __iter__(self) -> Iterator[F]:
+        return (self._record(i) for i in range(len(self)))
+
+    def column(self, name: str) -> tuple[Any, ...]:
+        """Each record's ``name`` field, in order."""
+        names = _NAMES[self._cls]
+        return self._refs[names.index(name) :: len(names)]
+
+    def _record(self, index: int) -> F:
+        names = _NAMES[self._cls]
+        at = index * len(names)
+        record: F = _new(self._cls)
+        # every field, in declaration order, as `stores.records.trusted` sets them
+        for name, value in zip(names, self._refs[at : at + len(names)], strict=True):
+            _set(record, name, value)
+        return record
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PackedFacts):
+            return (self._cls, self._refs) == (other._cls, other._refs)
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"PackedFacts({self._cls.__name__}, {len(self)} records)"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (PackedFacts, (self._cls, self._refs))

@@ -1,0 +1,89 @@
+"""A file's symbols and imports packed into one flat tuple of their fields (the read
+side's, `query.search.packed_facts`): pinned inputs read back as the records, field for
+field and of the same objects; the columns graph search reads; equality and hash with
+the tuples; pickling; what is not packed. The read model folded over random histories
+against tuple records (symbols and imports among them) is
+tests/unit/test_packed_chunks.py's."""
+
+from __future__ import annotations
+
+import pickle
+
+from query.search.packed_facts import PackedFacts, column, pack
+from stores.records import ImportRecord, Keyword, SymbolRecord, fields_of
+
+SYMBOLS = (
+    SymbolRecord(
+        name="Auth",
+        qualname="Auth",
+        kind="CLASS",
+        line_start=3,
+        line_end=40,
+        signature="class Auth(Base):",
+        doc="Signs requests.",
+        bases=("Base",),
+    ),
+    SymbolRecord(
+        name="sign",
+        qualname="Auth.sign",
+        kind="METHOD",
+        line_start=70_000,
+        line_end=70_001,
+        signature="def sign(self, key):",
+        parent="Auth",
+        exported=False,
+        value_type=None,
+    ),
+    SymbolRecord(
+        name="router",
+        qualname="router",
+        kind="VARIABLE",
+        line_start=41,
+        line_end=41,
+        signature="router = Router()",
+        value_type="Router",
+        implements=("I",),
+    ),
+)
+IMPORTS = (
+    ImportRecord(module="os.path", line=1, alias="os"),
+    ImportRecord(module="pkg", names=("a", "b"), local_names=("a", "c"), level=1, line=2),
+)
+
+
+def same(a: object, b: object) -> bool:
+    """Equal records whose every field is the very object the other holds."""
+    return type(a) is type(b) and all(
+        getattr(a, f) is getattr(b, f)
+        for f in fields_of(type(a))  # type: ignore[arg-type]
+    )
+
+
+def test_packed_records_read_back_as_the_records() -> None:
+    for records in (SYMBOLS, IMPORTS):
+        packed = pack(records)
+        assert isinstance(packed, PackedFacts) and len(packed) == len(records)
+        assert all(same(a, b) for a, b in zip(packed, records, strict=True))
+        assert all(same(packed[i], records[i]) for i in range(-len(records), len(records)))
+        assert packed[1:] == records[1:] and isinstance(packed[1:], tuple)
+        assert packed[::-1] == records[::-1] and packed[5:] == ()
+        assert packed == records and records == packed and packed != records[:1]
+        assert hash(packed) == hash(records) and list(packed) == list(records)
+        assert pickle.loads(pickle.dumps(packed)) == packed and pack(packed) is packed
+        for name in fields_of(type(records[0])):
+            assert list(column(packed, name)) == [getattr(r, name) for r in records]
+            assert list(column(records, name)) == [getattr(r, name) for r in records]
+    assert pack(()) == () and pack(SYMBOLS) != pack(SYMBOLS[:2])
+    assert pack(SYMBOLS) != pack(IMPORTS)
+    try:
+        pack(SYMBOLS)[3]
+    except IndexError:
+        pass
+    else:
+        raise AssertionError("read past the end")
+
+
+def test_what_is_not_packed_stays_as_it_was() -> None:
+    keywords = (Keyword(term="auth", weight=1.0),)  # not a packed class
+    mixed = (SYMBOLS[0], IMPORTS[0])
+    assert pack(keywords) is keywords and pack(mixed) is mixed  # type: ignore[arg-type]
