@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import pickle
 
+from query.retrieval import lean_record
+from query.search.graph_search import graph_search
 from query.search.packed_facts import PackedFacts, column, pack
-from stores.records import ImportRecord, Keyword, SymbolRecord, fields_of
+from stores.records import FileRecord, ImportRecord, Keyword, SymbolRecord, fields_of
 
 SYMBOLS = (
     SymbolRecord(
@@ -87,3 +89,29 @@ def test_what_is_not_packed_stays_as_it_was() -> None:
     keywords = (Keyword(term="auth", weight=1.0),)  # not a packed class
     mixed = (SYMBOLS[0], IMPORTS[0])
     assert pack(keywords) is keywords and pack(mixed) is mixed  # type: ignore[arg-type]
+
+
+def test_graph_search_reads_the_matches_of_packed_records() -> None:
+    record = FileRecord(
+        path="a.py",
+        language="python",
+        size=1,
+        lines=1,
+        content_hash="h",
+        skipped=None,
+        parse_errors=0,
+        symbols=SYMBOLS,
+        imports=IMPORTS,
+        origin="scan",
+        commit=None,
+        working_tree=True,
+        producer="p",
+    )
+    lean = lean_record(record)
+    assert isinstance(lean.symbols, PackedFacts) and isinstance(lean.imports, PackedFacts)
+    assert lean == record
+    functions, imports = graph_search([lean], "sign pkg", ("functions", "imports"), importance={})
+    assert [(h.text, h.line_start, h.line_end) for h in functions.hits] == [
+        ("Auth.sign", 70_000, 70_001)
+    ]
+    assert [(h.text, h.line_start) for h in imports.hits] == [("pkg: a, b", 2)]
