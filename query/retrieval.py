@@ -250,8 +250,9 @@ def lean_record(record: FileRecord) -> FileRecord:
     `packed_sections`: sequences that build the same records as they are read)."""
     chunks, sections = _lean_chunks(record), packed_sections.pack(record.sections)
     symbols, imports = packed_facts.pack(record.symbols), packed_facts.pack(record.imports)
-    kept = (chunks, sections, symbols, imports)
-    held = (record.chunks, record.sections, record.symbols, record.imports)
+    keywords = packed_facts.pack(record.keywords)
+    kept = (chunks, sections, symbols, imports, keywords)
+    held = (record.chunks, record.sections, record.symbols, record.imports, record.keywords)
     if not record.references and all(a is b for a, b in zip(kept, held, strict=True)):
         return record
     # trusted: the copy shares its class's fields-set (a model's copy takes its own)
@@ -264,6 +265,7 @@ def lean_record(record: FileRecord) -> FileRecord:
             "sections": sections,
             "symbols": symbols,
             "imports": imports,
+            "keywords": keywords,
         },
     )
 

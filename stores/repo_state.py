@@ -157,12 +157,12 @@ class RepoState:
 
 def printable(record: FileRecord) -> FileRecord:
     """``record`` as its JSON can be written: a reader may hold its chunks, sections,
-    symbols and imports packed (the read side's, `query.search.packed_chunks`,
+    symbols, imports and keywords packed (the read side's, `query.search.packed_chunks`,
     `packed_sections`, `packed_facts`), which print as the tuples they stand for (the
     worker's are tuples: the same record)."""
     packed = {
         name: tuple(held)
-        for name in ("chunks", "sections", "symbols", "imports")
+        for name in ("chunks", "sections", "symbols", "imports", "keywords")
         if not isinstance(held := getattr(record, name), tuple)
     }
     return record.model_copy(update=packed) if packed else record

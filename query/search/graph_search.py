@@ -175,11 +175,11 @@ def import_items(record: FileRecord, terms: Sequence[str]) -> Iterator[Item]:
 
 
 def keyword_items(record: FileRecord, terms: Sequence[str]) -> Iterator[Item]:
-    for k in record.keywords:
-        term = k.term.lower()
+    for raw in column(record.keywords, "term"):  # packed: no record built
+        term = raw.lower()
         if not any(t in term for t in terms):
             continue
-        yield Item(record.path, k.term, frozenset(_WORD.findall(term)) | {term}, term)
+        yield Item(record.path, raw, frozenset(_WORD.findall(term)) | {term}, term)
 
 
 def path_items(record: FileRecord, terms: Sequence[str]) -> Iterator[Item]:

@@ -1,18 +1,19 @@
-"""A file's symbols or imports packed into one flat tuple of their fields, records built
-as they are read (issue 16 §3, docs/READ_SIDE_MEMORY.md "Built since").
+"""A file's symbols, imports or keywords packed into one flat tuple of their fields,
+records built as they are read (issue 16 §3, docs/READ_SIDE_MEMORY.md "Built since").
 
 A symbol held as a record cost its object (12 slots and the headers: 128 bytes) and its
 place in the file's tuple (8), 5.7 MB of sympy's read side for 42,234 symbols, beside
 strings others share (its name, qualname, signature and doc are its chunk's and its
 node's too). Here a file's records are one tuple of their fields' values, record after
-record in declaration order (96 bytes a symbol, 48 an import): the same objects the
-records held, so nothing is copied and a record built again is equal field for field
-(the same values: not copies).
+record in declaration order (96 bytes a symbol, 48 an import, 16 a keyword): the very
+objects the records held, so nothing is copied and a record built again is equal field
+for field.
 
-What reads every file's symbols or imports per answer (graph search's channels, the
-repository overview's counts) reads a field's column (`column`: a slice of the tuple, in
-C) and builds the records of the matches only; what reads a file at a time (a file's
-detail, a pack, the churn's images of a changed file) iterates as before. Pure.
+What reads every file's symbols, imports or keywords per answer (graph search's
+channels, the repository overview's counts) reads a field's column (`column`: a slice of
+the tuple, in C) and builds the records of the matches only; what reads a file at a
+time (a file's detail, a pack, the churn's images of a changed file, the reclusterer's
+keywords of each file) iterates as before. Pure.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, Generic, TypeVar, overload
 
-from stores.records import Fact, ImportRecord, SymbolRecord, fields_of
+from stores.records import Fact, ImportRecord, Keyword, SymbolRecord, fields_of
 
 F = TypeVar("F", bound=Fact)
 
-PACKED: tuple[type[Fact], ...] = (SymbolRecord, ImportRecord)
+PACKED: tuple[type[Fact], ...] = (SymbolRecord, ImportRecord, Keyword)
 """The record classes packed (each a fact whose every field is a slot)."""
 
 _NAMES: dict[type[Fact], tuple[str, ...]] = {cls: tuple(fields_of(cls)) for cls in PACKED}

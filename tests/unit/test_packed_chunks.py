@@ -239,7 +239,7 @@ class Oracle:
 def test_a_read_model_of_packed_chunks_answers_as_the_tuples_did(seed: int) -> None:
     rng = random.Random(seed)
     model, oracle = ReadModel(clock=lambda: 5000.0), Oracle()
-    packed = {"chunks": 0, "sections": 0, "symbols": 0, "imports": 0}
+    packed = {"chunks": 0, "sections": 0, "symbols": 0, "imports": 0, "keywords": 0}
     for delta in history(rng, 30):
         view = model.view("app")
         if view.state.seq:  # the churn's images before the delta, read from each state
@@ -292,8 +292,10 @@ def test_a_read_model_of_packed_chunks_answers_as_the_tuples_did(seed: int) -> N
         for path, record in state.files.items():
             assert record.symbols == oracle.state.files[path].symbols
             assert record.imports == oracle.state.files[path].imports
+            assert record.keywords == oracle.state.files[path].keywords
             packed["symbols"] += isinstance(record.symbols, PackedFacts)
             packed["imports"] += isinstance(record.imports, PackedFacts)
+            packed["keywords"] += isinstance(record.keywords, PackedFacts)
     assert all(packed.values())
 
 

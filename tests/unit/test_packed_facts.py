@@ -12,7 +12,7 @@ import pickle
 from query.retrieval import lean_record
 from query.search.graph_search import graph_search
 from query.search.packed_facts import PackedFacts, column, pack
-from stores.records import FileRecord, ImportRecord, Keyword, SymbolRecord, fields_of
+from stores.records import FileRecord, ImportRecord, Keyword, Section, SymbolRecord, fields_of
 
 SYMBOLS = (
     SymbolRecord(
@@ -47,6 +47,7 @@ SYMBOLS = (
         implements=("I",),
     ),
 )
+KEYWORDS = (Keyword(term="auth", weight=0.1 + 0.2), Keyword(term="sign", weight=2.0))
 IMPORTS = (
     ImportRecord(module="os.path", line=1, alias="os"),
     ImportRecord(module="pkg", names=("a", "b"), local_names=("a", "c"), level=1, line=2),
@@ -62,7 +63,7 @@ def same(a: object, b: object) -> bool:
 
 
 def test_packed_records_read_back_as_the_records() -> None:
-    for records in (SYMBOLS, IMPORTS):
+    for records in (SYMBOLS, IMPORTS, KEYWORDS):
         packed = pack(records)
         assert isinstance(packed, PackedFacts) and len(packed) == len(records)
         assert all(same(a, b) for a, b in zip(packed, records, strict=True))
@@ -86,9 +87,9 @@ def test_packed_records_read_back_as_the_records() -> None:
 
 
 def test_what_is_not_packed_stays_as_it_was() -> None:
-    keywords = (Keyword(term="auth", weight=1.0),)  # not a packed class
+    sections = (Section(line_start=1, line_end=2, label="imports"),)  # not a packed class
     mixed = (SYMBOLS[0], IMPORTS[0])
-    assert pack(keywords) is keywords and pack(mixed) is mixed  # type: ignore[arg-type]
+    assert pack(sections) is sections and pack(mixed) is mixed  # type: ignore[arg-type]
 
 
 def test_graph_search_reads_the_matches_of_packed_records() -> None:
@@ -102,15 +103,20 @@ def test_graph_search_reads_the_matches_of_packed_records() -> None:
         parse_errors=0,
         symbols=SYMBOLS,
         imports=IMPORTS,
+        keywords=KEYWORDS,
         origin="scan",
         commit=None,
         working_tree=True,
         producer="p",
     )
     lean = lean_record(record)
-    assert isinstance(lean.symbols, PackedFacts) and isinstance(lean.imports, PackedFacts)
+    assert all(
+        isinstance(getattr(lean, f), PackedFacts) for f in ("symbols", "imports", "keywords")
+    )
     assert lean == record
-    functions, imports = graph_search([lean], "sign pkg", ("functions", "imports"), importance={})
+    channels = ("functions", "imports", "keywords")
+    functions, imports, keywords = graph_search([lean], "sign pkg", channels, importance={})
+    assert [h.text for h in keywords.hits] == ["sign"]
     assert [(h.text, h.line_start, h.line_end) for h in functions.hits] == [
         ("Auth.sign", 70_000, 70_001)
     ]
