@@ -25,12 +25,13 @@ applied to every node with a connection).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from typing import NamedTuple, TypeVar
 
 import numpy as np
 
 from query.search.adjacency_fold import Before, Named, fold_names, ids_named, threshold_of
+from query.search.degrees import Degrees
 from query.search.named_tests import name_linked_tests
 from stores.deltas import GraphDelta
 from stores.edge_table import EdgeTable
@@ -120,7 +121,7 @@ class Adjacency:
         self,
         nodes: Mapping[str, NodeRecord],
         edges: EdgeTable,
-        degrees: dict[str, int],
+        degrees: MutableMapping[str, int],
         names: Named,
         seq: int = 0,
         *,
@@ -406,7 +407,7 @@ class Adjacency:
         return tuple(sorted(set(ids), key=key))
 
 
-def degrees_of(edges: EdgeTable) -> dict[str, int]:
+def degrees_of(edges: EdgeTable) -> Degrees:
     """Each node's degree (see the module's doc), counted over the edges' columns: the
     distinct unordered pairs of ends of the traversable edges, counted at both ends
     (sympy's 328,270 edges without building one record)."""
@@ -419,8 +420,8 @@ def degrees_of(edges: EdgeTable) -> dict[str, int]:
     width = len(columns.names) + 1
     pairs = np.unique(np.minimum(src, dst) * width + np.maximum(src, dst))
     counts = np.bincount(np.concatenate((pairs // width, pairs % width)), minlength=width)
-    names = columns.names
-    return {names[i]: int(counts[i]) for i in np.flatnonzero(counts).tolist()}
+    names, found = columns.names, np.flatnonzero(counts)
+    return Degrees(zip([names[i] for i in found.tolist()], counts[found].tolist(), strict=True))
 
 
 def _file_of(node: str) -> str:
