@@ -5,10 +5,11 @@ The nodes were records in a dict keyed by id: a record (7 slots, ~72 bytes), its
 slot (~30) and its line numbers (an int over 256 is an object of its own, ~28 bytes
 each unless pooled), 9.6 MB of sympy's read side for 43,175 nodes. Here a node is a row:
 its id (a sorted list of the id strings, found by bisection, as `stores.edge_columns.Ids`
-finds the edges' ends), its kind (a byte into a table of the kinds seen), its name and
-path (pointers to the strings the records came with: the file's path and the symbol's
-name, which the file's records hold too) and its lines and level (int32, with a
-sentinel for None): ~37 bytes a node besides the id string.
+finds the edges' ends), its kind (a byte into a table of the kinds seen), its name (a
+pointer to the string the record came with: the symbol's name, which the file's records
+hold too), its path cut from its id when the id says it (`path_in`; else kept beside, by
+row) and its lines and level (int32, with a sentinel for None): ~29 bytes a node besides
+the id string.
 
 The nodes changed since the columns were built are held beside them as the records the
 deltas brought (a removed one as None), and merged into new columns once they are more
@@ -67,6 +68,19 @@ def fits(key: str, node: NodeRecord) -> bool:
     )
 
 
+def path_in(node_id: str) -> str | None:
+    """The path a node's id names: a file's (``file:a.py``, ``sym:a.py:X``: the file
+    graph's own rule, `processors.graph`'s ids), a folder's (``dir:pkg``), none for an
+    external module (``ext:os``)."""
+    if node_id.startswith("file:"):
+        return node_id[5:]
+    if node_id.startswith("sym:"):
+        return node_id[4:].split(":", 1)[0]
+    if node_id.startswith("dir:"):
+        return node_id[4:]
+    return None
+
+
 def _int(value: int | None) -> int:
     return NONE if value is None else value
 
@@ -89,7 +103,7 @@ class NodeTable(MutableMapping[str, NodeRecord]):
         "_levels",
         "_live",
         "_names",
-        "_paths",
+        "_odd_paths",
         "_starts",
         "_stuck",
     )
@@ -99,7 +113,7 @@ class NodeTable(MutableMapping[str, NodeRecord]):
         self._kinds: list[str] = []  # the distinct kinds, in the order seen
         self._kind = array("B")  # an index into ``_kinds`` (a 'H' past 256 kinds)
         self._names: list[str] = []
-        self._paths: list[str | None] = []
+        self._odd_paths: dict[int, str | None] = {}  # row -> a path its id does not say
         self._starts = array("i")
         self._ends = array("i")
         self._levels = array("i")
@@ -166,7 +180,8 @@ class NodeTable(MutableMapping[str, NodeRecord]):
         _set(node, "id", self._ids[row])
         _set(node, "kind", self._kinds[self._kind[row]])
         _set(node, "name", self._names[row])
-        _set(node, "path", self._paths[row])
+        odd = self._odd_paths
+        _set(node, "path", odd[row] if row in odd else path_in(self._ids[row]))
         _set(node, "line_start", _value(self._starts[row]))
         _set(node, "line_end", _value(self._ends[row]))
         _set(node, "level", _value(self._levels[row]))
@@ -214,7 +229,7 @@ class NodeTable(MutableMapping[str, NodeRecord]):
         ids: list[str] = []
         kinds, kind_of = self._kinds, {k: c for c, k in enumerate(self._kinds)}
         names: list[str] = []
-        paths: list[str | None] = []
+        odd_paths: dict[int, str | None] = {}
         starts, ends, levels = array("i"), array("i"), array("i")
         codes: list[int] = []
         for node_id, r in order:
@@ -222,7 +237,8 @@ class NodeTable(MutableMapping[str, NodeRecord]):
             if r >= 0:
                 codes.append(self._kind[r])
                 names.append(self._names[r])
-                paths.append(self._paths[r])
+                if r in self._odd_paths:
+                    odd_paths[len(ids) - 1] = self._odd_paths[r]
                 starts.append(self._starts[r])
                 ends.append(self._ends[r])
                 levels.append(self._levels[r])
@@ -234,11 +250,12 @@ class NodeTable(MutableMapping[str, NodeRecord]):
                 kinds.append(node.kind)
             codes.append(code)
             names.append(node.name)
-            paths.append(node.path)
+            if node.path != path_in(node_id):
+                odd_paths[len(ids) - 1] = node.path
             starts.append(_int(node.line_start))
             ends.append(_int(node.line_end))
             levels.append(_int(node.level))
         kind = array("B" if len(kinds) <= 256 else "H", codes)
-        self._ids, self._kind, self._names, self._paths = ids, kind, names, paths
+        self._ids, self._kind, self._names, self._odd_paths = ids, kind, names, odd_paths
         self._starts, self._ends, self._levels = starts, ends, levels
         self._live, self._stuck = kept, len(kept)

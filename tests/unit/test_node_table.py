@@ -14,7 +14,7 @@ import pytest
 
 import stores.node_table as node_table
 from stores.deltas import GraphDelta
-from stores.node_table import NodeTable, fits
+from stores.node_table import NodeTable, fits, path_in
 from stores.owners import owner_path
 from stores.records import NodeRecord, fields_of, trusted
 from stores.repo_state import RepoState
@@ -36,7 +36,7 @@ def node(rng: random.Random, node_id: str) -> NodeRecord:
         id=node_id,
         kind=rng.choice(KINDS),
         name=rng.choice(["n", "a0.py", "", "ünï"]),
-        path=rng.choice([None, "a0.py", "pkg", ""]),
+        path=rng.choice([None, "a0.py", "pkg", "", path_in(node_id), path_in(node_id)]),
         line_start=rng.choice([None, 1, 300, 70_000, 0, -5]),
         line_end=rng.choice([None, 2, 2**31 - 1]),
         level=rng.choice([None, 0, 1, 3]),
@@ -142,6 +142,21 @@ def test_settle_merges_past_a_share(monkeypatch: pytest.MonkeyPatch) -> None:
     # merged: the odd one stays beside, the removed row is gone
     assert list(table._live) == [IDS[4]] and IDS[5] not in table._ids
     assert len(table._ids) == len(IDS) - 2
+
+
+def test_a_path_is_read_from_the_id_when_it_says_it() -> None:
+    assert [path_in(i) for i in ("file:a.py", "sym:a.py:K.f", "dir:pkg", "dir:", "ext:os")] == [
+        "a.py",
+        "a.py",
+        "pkg",
+        "",
+        None,
+    ]
+    said = NodeRecord(id="sym:a.py:f", kind="FUNCTION", name="f", path="a.py")
+    other = NodeRecord(id="sym:b:c.py:f", kind="FUNCTION", name="f", path="b:c.py")
+    table = NodeTable([said, other])
+    assert table._odd_paths == {1: "b:c.py"}  # rows in id order; only the odd one kept
+    assert table["sym:a.py:f"] == said and table["sym:b:c.py:f"] == other
 
 
 def test_the_columns_hold_every_field() -> None:
