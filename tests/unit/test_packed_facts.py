@@ -11,7 +11,7 @@ import pickle
 
 from query.retrieval import lean_record
 from query.search.graph_search import graph_search
-from query.search.packed_facts import PackedFacts, column, pack
+from query.search.packed_facts import PackedFacts, column, layout, pack
 from stores.records import FileRecord, ImportRecord, Keyword, Section, SymbolRecord, fields_of
 
 SYMBOLS = (
@@ -121,3 +121,19 @@ def test_graph_search_reads_the_matches_of_packed_records() -> None:
         ("Auth.sign", 70_000, 70_001)
     ]
     assert [(h.text, h.line_start) for h in imports.hits] == [("pkg: a, b", 2)]
+
+
+def test_a_field_every_record_holds_one_constant_in_is_kept_once() -> None:
+    plain = tuple(s.model_copy(update={"implements": (), "value_type": None}) for s in SYMBOLS)
+    packed, again = pack(plain), pack(plain[1:])
+    assert isinstance(packed, PackedFacts) and isinstance(again, PackedFacts)
+    _, kept, fixed = packed._layout
+    assert dict(fixed) == {"implements": (), "value_type": None}
+    assert len(packed._refs) == len(plain) * len(kept) == len(plain) * 10
+    assert packed._layout is layout(SymbolRecord, {"implements": 1, "value_type": 0})
+    assert all(same(a, b) for a, b in zip(packed, plain, strict=True))
+    assert column(packed, "implements") == ((),) * 3 and column(packed, "name")[2] == "router"
+    assert packed == plain and pickle.loads(pickle.dumps(packed)) == plain
+    # a constant is one object held by every record: a 0 and a False are told apart
+    levels = (IMPORTS[0], IMPORTS[0].model_copy(update={"level": False}))
+    assert all(same(a, b) for a, b in zip(pack(levels), levels, strict=True))
