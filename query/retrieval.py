@@ -238,8 +238,9 @@ def lean_record(record: FileRecord) -> FileRecord:
     """A file's record as the read side's state keeps it: no references (the worker
     resolved them into edges; the read side only counts them: they were half its memory,
     sympy 1,407 -> 754 MB), chunks without their texts (`RepoRetrieval.texts` keeps
-    them packed), and its chunks and sections packed (`query.search.packed_chunks`,
-    `packed_sections`: sequences that build the same records as they are read)."""
+    them packed), and its chunks, sections, symbols, imports and keywords packed
+    (`query.search.packed_chunks`, `packed_sections`, `packed_facts`: sequences that
+    build the same records as they are read)."""
     chunks, sections = _lean_chunks(record), packed_sections.pack(record.sections)
     symbols, imports = packed_facts.pack(record.symbols), packed_facts.pack(record.imports)
     keywords = packed_facts.pack(record.keywords)
