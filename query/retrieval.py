@@ -13,7 +13,6 @@ this class indexes the texts as a delta brings them and keeps them packed by fil
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence, Set
 from itertools import chain
@@ -21,10 +20,11 @@ from itertools import chain
 import structlog
 
 from query.dense import DenseIndex
-from query.search import packed_chunks, packed_sections
+from query.search import packed_chunks, packed_facts, packed_sections
 from query.search.adjacency import Adjacency
 from query.search.chunk_texts import RECENT_FILES, ChunkTexts
 from query.search.context_pack import ContextPack, build_pack
+from query.search.definers import Definers
 from query.search.literals import LiteralIndex, fragments
 from query.search.packed_chunks import PackedChunks
 from query.search.ranking import (
@@ -61,9 +61,9 @@ class RepoRetrieval:
         self._chunks: dict[str, Sequence[ChunkRecord]] = {}
         self.chunks: Mapping[str, ChunkRecord] = ChunksById(self._chunks)
         self.texts = ChunkTexts()
-        # name -> the files defining it, sorted: a tuple costs 48 bytes for one file where
-        # a set cost 216 (sympy: 23 k names, 6.3 -> ~1.5 MB)
-        self.definers: dict[str, tuple[str, ...]] = {}
+        # name -> the files defining it, sorted: a path alone for one file, where a set
+        # cost 216 bytes and a tuple of one 64 (sympy: 23 k names, 6.3 -> ~1.5 -> ~0.3 MB)
+        self.definers = Definers()
         self.sources: set[str] = set()
         # the message-like string literals of each source file (the ``literal`` signals):
         # kept only when asked (the evaluation); they weigh 0 by default, so a replica
@@ -136,11 +136,7 @@ class RepoRetrieval:
         if kept.chunks:
             self._chunks[record.path] = kept.chunks
         for name in names:
-            held_by = list(self.definers.get(name, ()))
-            at = bisect_left(held_by, record.path)
-            if at == len(held_by) or held_by[at] != record.path:
-                held_by.insert(at, record.path)
-                self.definers[name] = tuple(held_by)
+            self.definers.add(name, record.path)
         self._files[record.path] = names
 
     def _hashes(self, path: str) -> tuple[str, ...]:
@@ -163,11 +159,7 @@ class RepoRetrieval:
             self.literals.remove(path)
         self._chunks.pop(path, None)
         for name in held:
-            files = tuple(p for p in self.definers.get(name, ()) if p != path)
-            if files:
-                self.definers[name] = files
-            else:
-                self.definers.pop(name, None)
+            self.definers.discard(name, path)
 
     def search(
         self,
@@ -246,15 +238,28 @@ def lean_record(record: FileRecord) -> FileRecord:
     """A file's record as the read side's state keeps it: no references (the worker
     resolved them into edges; the read side only counts them: they were half its memory,
     sympy 1,407 -> 754 MB), chunks without their texts (`RepoRetrieval.texts` keeps
-    them packed), and its chunks and sections packed (`query.search.packed_chunks`,
-    `packed_sections`: sequences that build the same records as they are read)."""
+    them packed), and its chunks, sections, symbols, imports and keywords packed
+    (`query.search.packed_chunks`, `packed_sections`, `packed_facts`: sequences that
+    build the same records as they are read)."""
     chunks, sections = _lean_chunks(record), packed_sections.pack(record.sections)
-    if not record.references and chunks is record.chunks and sections is record.sections:
+    symbols, imports = packed_facts.pack(record.symbols), packed_facts.pack(record.imports)
+    keywords = packed_facts.pack(record.keywords)
+    kept = (chunks, sections, symbols, imports, keywords)
+    held = (record.chunks, record.sections, record.symbols, record.imports, record.keywords)
+    if not record.references and all(a is b for a, b in zip(kept, held, strict=True)):
         return record
     # trusted: the copy shares its class's fields-set (a model's copy takes its own)
     return trusted(
         FileRecord,
-        {**record.__dict__, "references": (), "chunks": chunks, "sections": sections},
+        {
+            **record.__dict__,
+            "references": (),
+            "chunks": chunks,
+            "sections": sections,
+            "symbols": symbols,
+            "imports": imports,
+            "keywords": keywords,
+        },
     )
 
 

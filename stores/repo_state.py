@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from stores.deltas import CommitRecord, GraphDelta, LeaseRecord, SourceMark
+from stores.node_table import NodeTable
 from stores.owners import EdgeKey, owner_path, reindex
 from stores.records import EdgeRecord, FileRecord, NodeRecord
 
@@ -56,12 +57,13 @@ class RepoState:
     (indexed by the file that owns them, so a file's change removes exactly its own; the
     edges as each node's list of those out of it, `stores.edge_table.EdgeTable`), the
     last delta applied (``seq``), the commit the state reflects, recent commits and the
-    lease. Changed only by `apply`; the worker and every query replica hold one per
+    lease. The nodes are columns too (`stores.node_table.NodeTable`). Changed only by
+    `apply`; the worker and every query replica hold one per
     repository, folded from the same deltas."""
 
     repo: str
     files: dict[str, FileRecord] = field(default_factory=dict)
-    nodes: dict[str, NodeRecord] = field(default_factory=dict)
+    nodes: NodeTable = field(default_factory=NodeTable)
     edges: EdgeTable = field(default_factory=_edge_table)
     nodes_by_owner: dict[str, tuple[str, ...]] = field(default_factory=dict)
     seq: int = 0
@@ -74,6 +76,10 @@ class RepoState:
     commits: deque[CommitRecord] = field(default_factory=lambda: deque(maxlen=RECENT_COMMITS))
     lease: LeaseRecord | None = None
     fenced: deque[FencedLease] = field(default_factory=lambda: deque(maxlen=FENCED_LEASES))
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.nodes, NodeTable):  # a state built from a dict of nodes
+            self.nodes = NodeTable(self.nodes.values())
 
     def apply(self, delta: GraphDelta) -> bool:
         """Apply the next delta; returns False (and changes nothing) for one already applied.
@@ -101,6 +107,7 @@ class RepoState:
             if node.id not in self.nodes:
                 _note(new_nodes, owner_path(node.id), node.id)
             self.nodes[node.id] = node
+        self.nodes.settle()
         reindex(self.nodes_by_owner, gone_nodes, new_nodes)
         if delta.commit is not None:
             self.commits.append(delta.commit)
@@ -149,12 +156,13 @@ class RepoState:
 
 
 def printable(record: FileRecord) -> FileRecord:
-    """``record`` as its JSON can be written: a reader may hold its chunks and sections
-    packed (the read side's, `query.search.packed_chunks`, `packed_sections`), which
-    print as the tuples they stand for (the worker's are tuples: the same record)."""
+    """``record`` as its JSON can be written: a reader may hold its chunks, sections,
+    symbols, imports and keywords packed (the read side's, `query.search.packed_chunks`,
+    `packed_sections`, `packed_facts`), which print as the tuples they stand for (the
+    worker's are tuples: the same record)."""
     packed = {
         name: tuple(held)
-        for name in ("chunks", "sections")
+        for name in ("chunks", "sections", "symbols", "imports", "keywords")
         if not isinstance(held := getattr(record, name), tuple)
     }
     return record.model_copy(update=packed) if packed else record

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from query.search.packed_facts import column
 from stores.projections.folders import ancestors
 from stores.projections.ids import folder_of
 from stores.projections.page import Page, paged
@@ -101,8 +102,8 @@ def file_counts(
             files=1,
             lines=record.lines,
             bytes=record.size,
-            classes=sum(1 for s in record.symbols if s.kind in CLASS_KINDS),
-            functions=sum(1 for s in record.symbols if s.kind in FUNCTION_KINDS),
+            classes=sum(1 for k in column(record.symbols, "kind") if k in CLASS_KINDS),
+            functions=sum(1 for k in column(record.symbols, "kind") if k in FUNCTION_KINDS),
             internal_imports=internal.get(path, 0),
             external_imports=external.get(path, 0),
         )

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from query.overview.folder_summary import UNKNOWN_LANGUAGE
 from query.overview.libraries import LibraryUse, external_libraries
+from query.search.packed_facts import column
 from stores.projections.file_graph import FileGraph, build_file_graph
 from stores.projections.folders import ancestors
 from stores.projections.hubs import FileDegree, file_degrees, hub_threshold, top_hubs
@@ -108,8 +109,8 @@ def repo_sizes(
 ) -> RepoSizes:
     symbols: dict[str, int] = {}
     for record in files.values():
-        for sym in record.symbols:
-            symbols[sym.kind] = symbols.get(sym.kind, 0) + 1
+        for kind in column(record.symbols, "kind"):  # packed: no record built
+            symbols[kind] = symbols.get(kind, 0) + 1
     kinds: dict[str, int] = {}
     externals: set[str] = set()
     for edge in edges.values():

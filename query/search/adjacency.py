@@ -25,12 +25,13 @@ applied to every node with a connection).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from typing import NamedTuple, TypeVar
 
 import numpy as np
 
-from query.search.adjacency_fold import Before, fold_names, threshold_of
+from query.search.adjacency_fold import Before, Named, fold_names, ids_named, threshold_of
+from query.search.degrees import Degrees
 from query.search.named_tests import name_linked_tests
 from stores.deltas import GraphDelta
 from stores.edge_table import EdgeTable
@@ -120,8 +121,8 @@ class Adjacency:
         self,
         nodes: Mapping[str, NodeRecord],
         edges: EdgeTable,
-        degrees: dict[str, int],
-        names: dict[str, tuple[str, ...]],
+        degrees: MutableMapping[str, int],
+        names: Named,
         seq: int = 0,
         *,
         q: float = HUB_PERCENTILE,
@@ -152,7 +153,7 @@ class Adjacency:
             nodes=state.nodes,
             edges=state.edges,
             degrees=degrees_of(state.edges),
-            names={name: tuple(sorted(ids)) for name, ids in names.items()},
+            names={n: ids[0] if len(ids) == 1 else tuple(sorted(ids)) for n, ids in names.items()},
             seq=state.seq,
             q=q,
             floor=floor,
@@ -286,7 +287,7 @@ class Adjacency:
 
     def named(self, name: str) -> tuple[str, ...]:
         """File and symbol nodes whose name is ``name`` (a file's name is its basename)."""
-        return self.names.get(name, ())
+        return ids_named(self.names, name)
 
     # What one node is linked with. For a file node, calls are those of its symbols to
     # and from other files; every answer is in `edge_order`, guesses (name_match) last.
@@ -331,7 +332,7 @@ class Adjacency:
         return tuple(file_id(t) for t in name_linked_tests(path, self._files_named))
 
     def _files_named(self, name: str) -> list[str]:
-        return [n[5:] for n in self.names.get(name, ()) if n.startswith("file:")]
+        return [n[5:] for n in ids_named(self.names, name) if n.startswith("file:")]
 
     def inbound(self, path: str) -> int:
         """A file's inbound degree: the distinct other files that import or reference it.
@@ -406,7 +407,7 @@ class Adjacency:
         return tuple(sorted(set(ids), key=key))
 
 
-def degrees_of(edges: EdgeTable) -> dict[str, int]:
+def degrees_of(edges: EdgeTable) -> Degrees:
     """Each node's degree (see the module's doc), counted over the edges' columns: the
     distinct unordered pairs of ends of the traversable edges, counted at both ends
     (sympy's 328,270 edges without building one record)."""
@@ -419,8 +420,8 @@ def degrees_of(edges: EdgeTable) -> dict[str, int]:
     width = len(columns.names) + 1
     pairs = np.unique(np.minimum(src, dst) * width + np.maximum(src, dst))
     counts = np.bincount(np.concatenate((pairs // width, pairs % width)), minlength=width)
-    names = columns.names
-    return {names[i]: int(counts[i]) for i in np.flatnonzero(counts).tolist()}
+    names, found = columns.names, np.flatnonzero(counts)
+    return Degrees(zip([names[i] for i in found.tolist()], counts[found].tolist(), strict=True))
 
 
 def _file_of(node: str) -> str:

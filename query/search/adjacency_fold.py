@@ -27,8 +27,18 @@ class Before:
     edges: Mapping[tuple[str, str, str], EdgeRecord | None]
 
 
+Named = dict[str, "str | tuple[str, ...]"]
+"""Each name's node ids, sorted; a name of one node holds its id alone (a tuple of one
+costs 64 bytes: most of sympy's names are one symbol's)."""
+
+
+def ids_named(names: Named, name: str) -> tuple[str, ...]:
+    found = names.get(name, ())
+    return (found,) if isinstance(found, str) else found
+
+
 def fold_names(
-    names: dict[str, tuple[str, ...]],
+    names: Named,
     nodes: Mapping[str, NodeRecord],
     before: Mapping[str, NodeRecord | None],
 ) -> None:
@@ -46,7 +56,7 @@ def fold_names(
         if now is not None:
             moved.setdefault(now, (set(), set()))[1].add(node_id)
     for name, (gone, came) in moved.items():
-        ids = list(names.get(name, ()))
+        ids = list(ids_named(names, name))
         for node_id in sorted(gone):
             at = bisect_left(ids, node_id)
             if at < len(ids) and ids[at] == node_id:
@@ -56,7 +66,7 @@ def fold_names(
             if at == len(ids) or ids[at] != node_id:
                 ids.insert(at, node_id)
         if ids:
-            names[name] = tuple(ids)
+            names[name] = ids[0] if len(ids) == 1 else tuple(ids)
         else:
             names.pop(name, None)
 

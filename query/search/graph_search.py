@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from query.search.packed_facts import column
 from stores.records import FileRecord
 
 Channel = Literal["purpose", "classes", "functions", "imports", "keywords", "paths", "glob"]
@@ -141,37 +142,44 @@ def purpose_items(record: FileRecord, terms: Sequence[str]) -> Iterator[Item]:
 
 def symbol_items(kinds: frozenset[str]) -> Callable[[FileRecord, Sequence[str]], Iterator[Item]]:
     def items(record: FileRecord, terms: Sequence[str]) -> Iterator[Item]:
-        for s in record.symbols:
-            if s.kind in kinds:
+        symbols = record.symbols  # read by column: a packed file builds its matches only
+        kinds_, names = column(symbols, "kind"), column(symbols, "name")
+        found = zip(kinds_, names, column(symbols, "qualname"), strict=True)
+        for at, (kind, raw_name, raw_qualname) in enumerate(found):
+            if kind in kinds:
                 # the name is what matches; the qualname only whole ('Session.send'), so
                 # 'session' finds the class, not each of its methods
-                name, qualname = s.name.lower(), s.qualname.lower()
+                name, qualname = raw_name.lower(), raw_qualname.lower()
                 if not any(t in name or t == qualname for t in terms):
                     continue  # most symbols match nothing: build no item for them
                 words = frozenset({name, qualname})
+                s = symbols[at]
                 yield Item(record.path, s.qualname, words, name, s.line_start, s.line_end)
 
     return items
 
 
 def import_items(record: FileRecord, terms: Sequence[str]) -> Iterator[Item]:
-    for imp in record.imports:
-        module = imp.module.lower()
-        names = [n.lower() for n in imp.names]
+    imports = record.imports  # read by column: a packed file builds its matches only
+    found = zip(column(imports, "module"), column(imports, "names"), strict=True)
+    for at, (raw_module, raw_names) in enumerate(found):
+        module = raw_module.lower()
+        names = [n.lower() for n in raw_names]
         haystack = " ".join([module, *names])
         if not any(t in haystack for t in terms):
             continue
+        imp = imports[at]
         text = f"{imp.module}: {', '.join(imp.names)}" if imp.names else imp.module
         words = split_words(module) | set(names)
         yield Item(record.path, cap(text), words, haystack, imp.line, imp.line)
 
 
 def keyword_items(record: FileRecord, terms: Sequence[str]) -> Iterator[Item]:
-    for k in record.keywords:
-        term = k.term.lower()
+    for raw in column(record.keywords, "term"):  # packed: no record built
+        term = raw.lower()
         if not any(t in term for t in terms):
             continue
-        yield Item(record.path, k.term, frozenset(_WORD.findall(term)) | {term}, term)
+        yield Item(record.path, raw, frozenset(_WORD.findall(term)) | {term}, term)
 
 
 def path_items(record: FileRecord, terms: Sequence[str]) -> Iterator[Item]:

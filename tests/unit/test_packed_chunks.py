@@ -19,11 +19,15 @@ import pytest
 from processors.indexer import RepoIndex
 from query.churn.images import capture, symbol_prints
 from query.churn.ledger import ChurnLedger
+from query.overview.folder_summary import file_counts
+from query.overview.overview import repo_sizes
 from query.read_model import ReadModel
 from query.retrieval import QuotedChunks, RepoRetrieval, lean_record, question_pack
 from query.search import packed_sections
 from query.search.context_pack import file_context, symbol_context
+from query.search.graph_search import graph_search
 from query.search.packed_chunks import PackedChunks, ids_and_hashes, pack
+from query.search.packed_facts import PackedFacts
 from query.search.packed_sections import PackedSections
 from stores.deltas import GraphDelta
 from stores.projections.graph_state import FileGraphState
@@ -235,7 +239,7 @@ class Oracle:
 def test_a_read_model_of_packed_chunks_answers_as_the_tuples_did(seed: int) -> None:
     rng = random.Random(seed)
     model, oracle = ReadModel(clock=lambda: 5000.0), Oracle()
-    packed = {"chunks": 0, "sections": 0}
+    packed = {"chunks": 0, "sections": 0, "symbols": 0, "imports": 0, "keywords": 0}
     for delta in history(rng, 30):
         view = model.view("app")
         if view.state.seq:  # the churn's images before the delta, read from each state
@@ -274,7 +278,25 @@ def test_a_read_model_of_packed_chunks_answers_as_the_tuples_did(seed: int) -> N
         assert symbol_context(state, quoted, "f1", budget=1500) == symbol_context(
             oracle.state, oracle_quoted, "f1", budget=1500
         )
-    assert packed["chunks"] > 0 and packed["sections"] > 0
+        # what reads every file's symbols and imports by column (packed: no record)
+        files, oracle_files = list(state.files.values()), list(oracle.state.files.values())
+        for q in ("f1", "k0", "pkg", "m", "x"):
+            found = graph_search(files, q, importance={}, limit=50)
+            assert found == graph_search(oracle_files, q, importance={}, limit=50)
+        assert file_counts(state.files, state.edges) == file_counts(
+            oracle.state.files, oracle.state.edges
+        )
+        assert repo_sizes(state.files, state.edges, 0) == repo_sizes(
+            oracle.state.files, oracle.state.edges, 0
+        )
+        for path, record in state.files.items():
+            assert record.symbols == oracle.state.files[path].symbols
+            assert record.imports == oracle.state.files[path].imports
+            assert record.keywords == oracle.state.files[path].keywords
+            packed["symbols"] += isinstance(record.symbols, PackedFacts)
+            packed["imports"] += isinstance(record.imports, PackedFacts)
+            packed["keywords"] += isinstance(record.keywords, PackedFacts)
+    assert all(packed.values())
 
 
 def test_the_oracle_tells_a_changed_chunk() -> None:
