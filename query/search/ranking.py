@@ -112,6 +112,9 @@ class RankWeights:
     literal_error: float = 0.0
     history: float = 0.0
     fixes: float = 0.0
+    function_best: float = 0.0
+    function_count: float = 0.0
+    expansion: float = 0.0
 
     @property
     def uses_proximity(self) -> bool:
@@ -336,6 +339,9 @@ SCORED = (
     "literal_error",
     "history",
     "fixes",
+    "function_best",
+    "function_count",
+    "expansion",
 )
 _NOT_SOURCE = re.compile(
     r"(^|/)(docs?|examples?|vendor|vendored|_vendor|third_party|thirdparty|node_modules|"
