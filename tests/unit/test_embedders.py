@@ -359,11 +359,11 @@ def test_in_memory_cache_is_bounded() -> None:
     assert set(cache.get_many(["a", "b", "c"])) == {"b", "c"}
 
 
-def test_dense_retrieval_is_off_unless_an_embedder_is_named() -> None:
+def test_dense_retrieval_is_off_unless_an_embedder_is_named(tmp_path: Path) -> None:
     # issue 17: the packaged MiniLM did not earn its CPU (docs/RETRIEVAL_MULTILANG.md)
     from deploy.dense_setup import dense_index
     from deploy.settings import Settings
 
     assert Settings().embedder == "none"
     assert dense_index(Settings()) is None
-    assert dense_index(Settings(embedder="hash:8")) is not None
+    assert dense_index(Settings(embedder="hash:8", data_dir=tmp_path)) is not None
