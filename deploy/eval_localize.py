@@ -51,7 +51,7 @@ from query.dense import DenseIndex
 from query.retrieval import RepoRetrieval, proximity_of, question_pack
 from query.search.adjacency import Adjacency
 from query.search.context_pack import ContextPack
-from query.search.function_ranking import RankedFunction, rank_functions
+from query.search.function_ranking import RankedFunction, file_signals, rank_functions
 from query.search.ranking import Proximity, RankedFile, question_read
 from query.search.sparse import FileBM25
 from stores.projections.graph_state import FileGraphState
@@ -143,7 +143,7 @@ async def index_folder(
     source = Source(repo, str(root), sink)
     await source.claim()  # a session opens with its claim, or the index takes nothing
     await full_scan(source, WorkTree(root, None), ScanOptions())
-    index, retrieval = RepoIndex(repo), RepoRetrieval(repo, dense, literals=True)
+    index, retrieval = RepoIndex(repo), RepoRetrieval(repo, dense, literals=True, vocabulary=True)
     whole = FileBM25()
     for event in sink.events:
         delta = index.handle(event, time.time())
@@ -289,6 +289,11 @@ async def _localize_one(
         dense.fill_paths(repo, [r.path for r in first])
     # Every candidate with its signals: `gazetteer eval tune` re-weighs them.
     every = [r for r in indexed.search(question, ALL_CANDIDATES) if not is_test_path(r.path)]
+    ranked_functions = indexed.functions(question, every, 10_000)
+    # The functions' evidence as file signals (weight 0 by default): `eval learn` weighs them.
+    from_functions = file_signals(ranked_functions)
+    for r in every:
+        r.signals.update(from_functions.get(r.path, {}))
     lines: dict[str, dict[str, object]] = {
         "signals": {
             "instance_id": instance.instance_id,
@@ -310,7 +315,7 @@ async def _localize_one(
     lines["gazetteer"]["ranked_functions"] = [f.key for f in functions]
     lines["fn-signals"] = {
         "instance_id": instance.instance_id,
-        "candidates": [[f.key, f.signals] for f in indexed.functions(question, every, 10_000)],
+        "candidates": [[f.key, f.signals] for f in ranked_functions],
     }
     # The service's search hits as they stand: each file's best chunk, its lines to read.
     lines["fn-hits"] = {

@@ -121,9 +121,11 @@ class Settings(BaseSettings):
         5000, ge=0, description="... or once a change has waited this long"
     )
     embedder: str = Field(
-        "default",
-        description="dense retrieval: 'default' (MiniLM int8 ONNX, offline), 'hash:256', "
-        "'onnx:MODEL:TOKENIZER', 'st:NAME', 'openai:http://host:port/v1:MODEL', or 'none'",
+        "none",
+        description="dense retrieval, off by default (the packaged MiniLM did not earn its "
+        "CPU on the benchmark's development splits: docs/RETRIEVAL_MULTILANG.md): 'none', "
+        "'default' (the packaged MiniLM int8 ONNX, offline), 'hash:256', "
+        "'onnx:MODEL:TOKENIZER', 'st:NAME', 'openai:http://host:port/v1:MODEL'",
     )
     embedder_api_key: SecretStr | None = Field(None, description="for an 'openai:' embedder")
     qdrant_url: str | None = Field(

@@ -36,6 +36,7 @@ from query.search.ranking import (
     rank,
 )
 from query.search.sparse import SparseIndex
+from query.search.vocabulary import Vocabulary, expansion_signal
 from stores.chunk_postings import CountedChunks
 from stores.deltas import GraphDelta
 from stores.records import ChunkRecord, FileRecord, trusted
@@ -52,7 +53,12 @@ class RepoRetrieval:
     """``dense``: where this repository's chunks get vectors (in the background)."""
 
     def __init__(
-        self, repo: str = "", dense: DenseIndex | None = None, *, literals: bool = False
+        self,
+        repo: str = "",
+        dense: DenseIndex | None = None,
+        *,
+        literals: bool = False,
+        vocabulary: bool = False,
     ) -> None:
         self.repo = repo
         self.dense = dense
@@ -69,6 +75,9 @@ class RepoRetrieval:
         # kept only when asked (the evaluation); they weigh 0 by default, so a replica
         # spends neither the memory nor the time on them
         self.literals = LiteralIndex() if literals else None
+        # each chunk's prose words and code terms (the ``expansion`` signal): the same
+        # terms, evaluation only (weight 0 by default)
+        self.vocabulary = Vocabulary() if vocabulary else None
         # path -> the names it defines (its chunks' content hashes are its chunks')
         self._files: dict[str, tuple[str, ...]] = {}
         # while `apply` runs: the files whose chunks go to the sparse index at its end
@@ -133,6 +142,8 @@ class RepoRetrieval:
             self.sources.add(record.path)
         if self.literals is not None and is_source(record.path, record.language):
             self.literals.put(record.path, [p for c in record.chunks for p in fragments(c.text)])
+        if self.vocabulary is not None and is_source(record.path, record.language):
+            self.vocabulary.put(record.path, [(c.doc, c.text) for c in record.chunks])
         if kept.chunks:
             self._chunks[record.path] = kept.chunks
         for name in names:
@@ -157,6 +168,8 @@ class RepoRetrieval:
         self.sources.discard(path)
         if self.literals is not None:
             self.literals.remove(path)
+        if self.vocabulary is not None:
+            self.vocabulary.remove(path)
         self._chunks.pop(path, None)
         for name in held:
             self.definers.discard(name, path)
@@ -190,12 +203,28 @@ class RepoRetrieval:
             sources=self.sources,
             recent=recent,
             proximity=proximity,
-            evidence=(
-                self.literals.signals(question_read(question))
-                if self.literals is not None
-                else None
-            ),
+            evidence=self._evidence(question, path_prefix),
         )
+
+    def _evidence(
+        self, question: str, path_prefix: str | None
+    ) -> dict[str, dict[str, float]] | None:
+        """The signals computed beside the ranking (literals, expansion), by file."""
+        if self.literals is None and self.vocabulary is None:
+            return None
+        read = question_read(question)
+        found: dict[str, dict[str, float]] = (
+            self.literals.signals(read) if self.literals is not None else {}
+        )
+        if self.vocabulary is not None:
+            terms = self.vocabulary.expand(read)
+            if terms:
+                hits = self.sparse.rank_files(
+                    " ".join(t for t, _ in terms), 200, path_prefix=path_prefix
+                )
+                for path, own in expansion_signal(hits).items():
+                    found.setdefault(path, {}).update(own)
+        return found
 
 
 class ChunksById(Mapping[str, ChunkRecord]):

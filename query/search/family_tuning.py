@@ -30,8 +30,10 @@ import numpy.typing as npt
 from query.search.ranking import SCORED, RankWeights, is_python_path
 from query.search.tuning import GRID, Case, coordinate_search
 
-LEARNED = tuple(name for name in SCORED if name not in ("text", "session", "dense_rrf"))
-"""``text`` anchors the scale; ``session`` and ``dense_rrf`` have no benchmark signal."""
+LEARNED = tuple(name for name in SCORED if name not in ("text", "session"))
+"""``text`` anchors the scale; ``session`` has no benchmark signal. ``dense_rrf`` is
+learned when the signals carry it (`eval localize --embedder`); without it every value
+ties and it keeps its default."""
 METRICS = ("acc1", "acc3", "acc5", "acc10", "mrr")
 _CUTS = np.array([1, 3, 5, 10])
 

@@ -175,3 +175,47 @@ def _chunk_score_of(
         if holding:
             found[symbol.qualname] = min(holding, key=lambda s: (s[1] - s[0], s[0]))[2]
     return found
+
+
+STRONG_TEXT = 0.5
+"""A function "matches strongly" when its chunk scores at least this over the best's."""
+
+
+def file_signals(
+    functions: Sequence[RankedFunction], weights: FunctionWeights | None = None
+) -> dict[str, dict[str, float]]:
+    """What the ranked functions say of their files, as two file signals (issue 17's
+    "function-level scores feeding the file ranking"):
+
+    - ``function_best``: the file's best function by its own evidence (``text`` +
+      ``named`` and ``frame`` at their weights; the ``file`` term, which is the file
+      ranking itself, left out) over the best function's of any file;
+    - ``function_count``: how many of its functions match strongly (``text`` at least
+      `STRONG_TEXT`), over the most any file has.
+
+    Files without a ranked function get neither."""
+    weights = weights or FunctionWeights()
+    best: dict[str, float] = {}
+    strong: dict[str, int] = {}
+    for function in functions:
+        own = function.signals
+        score = (
+            weights.text * own.get("text", 0.0)
+            + weights.named * own.get("named", 0.0)
+            + weights.frame * own.get("frame", 0.0)
+        )
+        best[function.path] = max(best.get(function.path, 0.0), score)
+        if own.get("text", 0.0) >= STRONG_TEXT:
+            strong[function.path] = strong.get(function.path, 0) + 1
+    top_best = max(best.values(), default=0.0)
+    top_strong = max(strong.values(), default=0)
+    found: dict[str, dict[str, float]] = {}
+    for path in sorted(best):
+        said: dict[str, float] = {}
+        if top_best > 0 and best[path] > 0:
+            said["function_best"] = round(best[path] / top_best, 6)
+        if top_strong and path in strong:
+            said["function_count"] = round(strong[path] / top_strong, 6)
+        if said:
+            found[path] = said
+    return found

@@ -41,7 +41,12 @@ stem (``sessions``). Each file gets signals in [0, 1]:
   names found (they add none), weight 0 by default (docs/RETRIEVAL_MULTILANG.md);
 - ``history`` and ``fixes``: the repository's past commits whose messages match the
   question changed it; fixes changed it often (`query.search.history`). Computed by
-  `gazetteer eval history` only (no history reaches the read side): weight 0.
+  `gazetteer eval history` only (no history reaches the read side): weight 0;
+- ``function_best`` and ``function_count``: what the function ranking of the 20 best
+  files says of each (`function_ranking.file_signals`); ``expansion``: BM25 over the code
+  terms the repository's own docstrings and comments predict for the question's prose
+  (`query.search.vocabulary`). Computed by `gazetteer eval localize` only, weight 0:
+  held out by repository neither helped on every split (docs/RETRIEVAL_MULTILANG.md).
 
 The score is the weighted sum (`RankWeights`, tunable). Without a profile of its own a
 Python file is weighed by `RankWeights()` and any other file by `OFF_PYTHON` (learned on
@@ -112,6 +117,9 @@ class RankWeights:
     literal_error: float = 0.0
     history: float = 0.0
     fixes: float = 0.0
+    function_best: float = 0.0
+    function_count: float = 0.0
+    expansion: float = 0.0
 
     @property
     def uses_proximity(self) -> bool:
@@ -146,8 +154,9 @@ splits pooled (194 instances, 16 repositories), Python's weights held at their d
 coordinate search, objective Acc@1 + Acc@5 + Acc@10 + MRR. Cross-validated with each
 repository held out, the multi-language split went from Acc@1/5/10 25.4/46.6/64.4 to
 28.8/51.7/67.8 (Python's splits unchanged). Off Python a rare name is weaker evidence
-(symbol 0.15, not 0.6) and being source stronger (1.0); ``session`` and ``dense_rrf``
-keep their defaults (no benchmark signal)."""
+(symbol 0.15, not 0.6) and being source stronger (1.0); ``session`` keeps its default (no
+benchmark signal), ``dense_rrf`` too (the embedder is off by default: at 0.3 MiniLM moved
+one instance of 59, docs/RETRIEVAL_MULTILANG.md)."""
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 
@@ -336,6 +345,9 @@ SCORED = (
     "literal_error",
     "history",
     "fixes",
+    "function_best",
+    "function_count",
+    "expansion",
 )
 _NOT_SOURCE = re.compile(
     r"(^|/)(docs?|examples?|vendor|vendored|_vendor|third_party|thirdparty|node_modules|"

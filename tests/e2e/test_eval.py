@@ -155,6 +155,11 @@ def test_the_literal_and_history_signals_reach_eval_learn(tmp_path: Path) -> Non
         "literal_error": 1.0,
     }
     assert "literal" not in signals.get("shop/payment.py", {})
+    # the function ranking's evidence as file signals (weight 0: `learn` weighs them)
+    assert {p: (s.get("function_best"), s.get("function_count")) for p, s in signals.items()} == {
+        "shop/cart.py": (1.0, 1.0),
+        "shop/payment.py": (0.146583, None),  # "cart" and "items" in a comment: weak
+    }
 
     with_history = tmp_path / "out" / "p.hist.jsonl"
     added = gazetteer("eval", "history", "--dataset", str(dataset), "--mirrors", str(mirrors),

@@ -221,6 +221,42 @@ def test_sentence_transformers_missing_is_a_clear_error(monkeypatch: pytest.Monk
         embedder_from_spec("st:all-MiniLM-L6-v2")
 
 
+class FakeSentenceTransformer:
+    """What `SentenceTransformerEmbedder` reads of a sentence-transformers model (a
+    code-trained one, e.g. ``st:nomic-ai/CodeRankEmbed``, loads the same way)."""
+
+    loaded: list[tuple[str, str]] = []
+
+    def __init__(self, model: str, device: str = "cpu") -> None:
+        if model == "missing/model":
+            raise OSError("not in the local cache")
+        self.loaded.append((model, device))
+
+    def get_sentence_embedding_dimension(self) -> int:
+        return 2
+
+    def encode(self, texts: list[str], batch_size: int, convert_to_numpy: bool) -> Matrix:
+        assert convert_to_numpy
+        return np.array([[3.0, 4.0] if "a" in t else [0.0, 2.0] for t in texts], np.float32)
+
+
+def test_st_spec_loads_a_sentence_transformers_model_by_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = type(sys)("sentence_transformers")
+    fake.SentenceTransformer = FakeSentenceTransformer  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "sentence_transformers", fake)
+    FakeSentenceTransformer.loaded.clear()
+
+    embedder = embedder_from_spec("st:nomic-ai/CodeRankEmbed")
+    assert (embedder.name, embedder.dim) == ("st:nomic-ai/CodeRankEmbed", 2)
+    assert FakeSentenceTransformer.loaded == [("nomic-ai/CodeRankEmbed", "cpu")]
+    np.testing.assert_allclose(embedder.embed(["a", "b"]), [[0.6, 0.8], [0.0, 1.0]])
+    assert embedder.embed([]).shape == (0, 2)
+    with pytest.raises(EmbedderUnavailable, match="could not be loaded"):
+        embedder_from_spec("st:missing/model")
+
+
 def test_spec_builds_the_default_and_the_hashing_embedder() -> None:
     default = embedder_from_spec("default")
     hashing = embedder_from_spec("hash:32")
@@ -321,3 +357,13 @@ def test_in_memory_cache_is_bounded() -> None:
 
     assert len(cache) == 2
     assert set(cache.get_many(["a", "b", "c"])) == {"b", "c"}
+
+
+def test_dense_retrieval_is_off_unless_an_embedder_is_named(tmp_path: Path) -> None:
+    # issue 17: the packaged MiniLM did not earn its CPU (docs/RETRIEVAL_MULTILANG.md)
+    from deploy.dense_setup import dense_index
+    from deploy.settings import Settings
+
+    assert Settings().embedder == "none"
+    assert dense_index(Settings()) is None
+    assert dense_index(Settings(embedder="hash:8", data_dir=tmp_path)) is not None

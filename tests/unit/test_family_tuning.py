@@ -11,7 +11,14 @@ from pathlib import Path
 import numpy as np
 
 from deploy.eval_learn import report
-from query.search.family_tuning import case_metrics, cross_validate, learn, learn_pair, matrix
+from query.search.family_tuning import (
+    LEARNED,
+    case_metrics,
+    cross_validate,
+    learn,
+    learn_pair,
+    matrix,
+)
 from query.search.ranking import RankWeights
 from query.search.tuning import Case
 
@@ -170,3 +177,31 @@ def test_named_python_weights_are_learned_the_others_held() -> None:
     # held out, each of the first two has nothing else to learn its lever from
     assert folds["pq"][0] == RankWeights() and folds["g1"][1] == RankWeights()
     assert np.array(metrics).tolist() == [[0, 1, 1, 1, 0.5], [0, 1, 1, 1, 0.5], [1, 1, 1, 1, 1.0]]
+
+
+# A Python fix the dense ranking puts first, behind a file of more words (issue 17: the
+# embedder's weight learned when the signals carry it).
+DENSE = case(
+    "pd",
+    {"p/meant.py"},
+    {
+        "p/meant.py": {"text": 0.5, "dense_rrf": 1.0, "source": 1.0},
+        "p/said.py": {"text": 1.0, "dense_rrf": 0.5, "source": 1.0},
+    },
+)
+
+
+def test_the_dense_weight_is_learned_when_the_signals_carry_it() -> None:
+    # `eval learn` may learn or hold it (`--learn-python dense_rrf`, `--hold dense_rrf`)
+    assert "dense_rrf" in LEARNED and "session" not in LEARNED
+    cases = [matrix(DENSE), matrix(PYTHON)]
+    python, _ = learn_pair(
+        cases, RankWeights(), RankWeights(), grid=GRID, python_names=("dense_rrf",)
+    )
+    # 0.5 + 1.0 + 0.6 ties 1.0 + 0.5 + 0.6, and the tie goes by path: meant.py first
+    assert python == dataclasses.replace(RankWeights(), dense_rrf=1.0)
+    # without a dense signal every value ties: the default stays
+    python, _ = learn_pair(
+        [matrix(PYTHON)], RankWeights(), RankWeights(), grid=GRID, python_names=("dense_rrf",)
+    )
+    assert python == RankWeights()

@@ -9,7 +9,7 @@ import pytest
 
 from deploy.eval_functions import Gold, score
 from deploy.eval_peer import FunctionPeer
-from query.search.function_ranking import framed, rank_functions
+from query.search.function_ranking import RankedFunction, file_signals, framed, rank_functions
 from query.search.ranking import RankedFile
 from query.search.sparse import SparseIndex
 from stores.records import ChunkRecord, SymbolRecord
@@ -206,3 +206,28 @@ def test_a_function_in_a_frame_of_the_question_is_lifted() -> None:
     ]
     assert ranked[0].signals == {"file": 0.5, "text": 1.0, "named": 1.0, "frame": 1.0}
     assert [f.key for f in ranked if "frame" in f.signals] == ["b.py::parse_total"]
+
+
+def ranked_function(path: str, qualname: str, **signals: float) -> RankedFunction:
+    return RankedFunction(path, qualname, 0.0, 1, 2, dict(signals))
+
+
+def test_file_signals_are_the_best_function_and_the_count_of_strong_ones() -> None:
+    functions = [
+        ranked_function("a.py", "f", file=1.0, text=0.4, named=1.0),  # own 0.4 + 0.5 = 0.9
+        ranked_function("a.py", "g", file=1.0, text=0.6),
+        ranked_function("b.py", "h", file=0.5, text=1.0, frame=1.0),  # own 1.5: the best
+        ranked_function("b.py", "i", file=0.5, text=0.5),
+        ranked_function("b.py", "j", file=0.5, text=0.7),
+        ranked_function("c.py", "k", file=0.2, text=0.0),
+    ]
+    # the `file` term is left out (it is the file ranking itself); c.py scores 0: nothing
+    assert file_signals(functions) == {
+        "a.py": {"function_best": 0.6, "function_count": round(1 / 3, 6)},
+        "b.py": {"function_best": 1.0, "function_count": 1.0},
+    }
+
+
+def test_file_signals_of_no_function_are_none() -> None:
+    assert file_signals([]) == {}
+    assert file_signals([ranked_function("a.py", "f", file=1.0, text=0.0)]) == {}
