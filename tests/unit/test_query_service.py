@@ -108,6 +108,14 @@ def test_context_packs_a_symbol_a_question_and_a_file(service: QueryService) -> 
         "README.md#doc:1",
     ]
     assert (by_question.title, by_question.question_truncated) == ("value added tax", False)
+    assert by_question.read_next == [] and by_symbol.read_next == []  # nothing ranked next
+    # One target: the files ranked next are the map, with their functions ranked for it.
+    one = service.context("shop", q="value added tax", seeds=1)
+    assert one.read_next == [
+        "billing/invoice.py · L3-6 Invoice · L4-6 Invoice.total",
+        "README.md · L1-3",
+    ]
+    assert one.text.endswith("\n".join(["read these lines (2 of 2)", *one.read_next]))
     by_file = service.context("shop", path="/billing/tax.py")
     assert by_file.read_first[0] == "billing/tax.py:L1-5 (inbound 1)"
     assert by_file.question_truncated is None
