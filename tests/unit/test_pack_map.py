@@ -6,7 +6,7 @@ import pytest
 
 from query.search.adjacency import Adjacency
 from query.search.context_pack import build_pack, render
-from query.search.pack_map import MAP_SHARE, Lead, Span, lead_line, leads_of, map_header
+from query.search.pack_map import MAP_FILES, MAP_SHARE, Lead, Span, lead_line, leads_of, map_header
 from tests.unit.test_retrieval_context_pack import indexed, synthetic
 from tests.unit.test_retrieval_expansion import FILES, REGISTER
 
@@ -31,6 +31,11 @@ def test_leads_keep_the_file_order_and_each_files_first_ranked_functions() -> No
         "a.py · L10-20 f · L30-31 h · L40-44 i",
         "c.md · L3-42",
         "d.txt",
+    ]
+    # past the first `detailed` files, a file shows its best function only
+    assert leads_of(["b.py", "a.py"], functions, {}, detailed=1) == [
+        Lead("b.py", 1, (Span(1, 5, "g"),)),
+        Lead("a.py", 2, (Span(10, 20, "f"),)),
     ]
 
 
@@ -97,6 +102,8 @@ def test_the_maps_share_is_set_aside_before_the_targets_fill_the_budget(large) -
     pack = build_pack(state, chunks, seeds, budget=400, leads=many_leads(30))
     assert without.tokens > 400 - 400 // MAP_SHARE  # the targets alone would fill it
     assert [lead.path for lead in pack.map] == ["pkg/m00.py", "pkg/m01.py", "pkg/m02.py"]
-    assert pack.map_total == 20  # MAP_FILES of the 30, less the two targets' files
-    assert map_header(3, 20) in render(pack) and pack.tokens <= 400
+    assert pack.map_total == 28  # the 30, less the two targets' files
+    assert map_header(3, 28) in render(pack) and pack.tokens <= 400
+    capped = build_pack(state, chunks, seeds, budget=400, leads=many_leads(MAP_FILES + 9))
+    assert capped.map_total == MAP_FILES
     assert len(pack.targets) <= len(without.targets)
