@@ -10,8 +10,8 @@ fits (a smaller item may still fit after a larger one did not). The header and c
 go first instead when they take at most a tenth of the budget. A question's pack may
 carry a map (pack_map.py): the files ranked next, a line each with their lines to read;
 its share of the budget is set aside before the targets fill theirs, and it is admitted
-right after them. Tokens are characters / 4 and the rendered text never exceeds the
-budget; every list keeps its true total beside what was shown.
+last, naming the files no group shows. Tokens are characters / 4 and the rendered text
+never exceeds the budget; every list keeps its true total beside what was shown.
 """
 
 from __future__ import annotations
@@ -114,7 +114,8 @@ def build_pack(
     kc-graph's third signal; ``entry`` (a node or chunk id) makes the chain the shortest
     path from it to the best target; ``adjacency`` is the state's index, when the caller
     caches it; ``leads``, the files a question ranks (best first), make the map: the first
-    ``MAP_FILES`` of them that hold no target, within a ``MAP_SHARE``-th of the budget.
+    ``MAP_FILES`` of them that no file group shows, within a ``MAP_SHARE``-th of the
+    budget.
     """
     adj = adjacency or Adjacency.of(state)
     chunks = Chunks(chunks_by_path, state)
@@ -130,18 +131,20 @@ def build_pack(
     fill = _Fill(budget * CHARS_PER_TOKEN, state, adj, limits.read_lines)
     targeted = {t.chunk.path if t.chunk is not None else path_of(t.node) for t in targets}
     to_map = [lead for lead in leads if lead.path not in targeted][:MAP_FILES]
-    fitting, reserve = _map_share(to_map, fill.limit // MAP_SHARE)
-    fill.limit -= reserve  # the map's share, set aside while the targets fill theirs
+    reserve = _map_share(to_map, fill.limit // MAP_SHARE)[1]
+    fill.limit -= reserve  # the map's share, set aside while the others fill theirs
     head = [header(title, confidence), counts([(n, t, t) for n, (_, t) in gathered.items()])]
     framed = sum(map(cost, head)) <= fill.limit // 10 and fill.admit(head)
     shown_targets = [_fit_target(fill, target_item(adj, chunks, t, limits)) for t in targets]
     framed = framed or fill.admit(head)
     chain = chain if chain and fill.admit([chain_line(chain)]) else ()
-    fill.limit += reserve
-    shown_map = _fit_map(fill, fitting, len(to_map))
     for item in sorted(related.values(), key=lambda i: (-i.score, i.node)):
         if fill.admit([block(item)], item):
             fill.shown.append(item)
+    fill.limit += reserve
+    to_map = [lead for lead in leads if lead.path not in fill.groups][:MAP_FILES]
+    fitting, _ = _map_share(to_map, fill.limit // MAP_SHARE)  # what the groups show: not again
+    shown_map = _fit_map(fill, fitting, len(to_map))
     shown = {item.node for item in fill.shown}
     listings = {
         name: Listing(tuple(related[r.node] for r in rels if r.node in shown), total)

@@ -40,17 +40,18 @@ def test_leads_keep_the_file_order_and_each_files_first_ranked_functions() -> No
 
 
 LEADS = [
-    Lead("app/service.py", 1, (Span(3, 6, "register"),)),  # the target's file: not mapped
-    Lead("app/models.py", 2, (Span(5, 6, "make_user"), Span(1, 3, "User"))),
-    Lead("README.md", 3, (Span(1, 4),)),
+    Lead("app/service.py", 1, (Span(3, 6, "register"),)),  # the target's file
+    Lead("app/models.py", 2, (Span(5, 6, "make_user"),)),  # a group shows it: not again
+    Lead("app/cli.py", 3, (Span(8, 20, "main"), Span(1, 6, "Options"))),
+    Lead("README.md", 4, (Span(1, 4),)),
 ]
 
 
-def test_the_map_lists_the_ranked_files_that_hold_no_target_after_the_groups(small) -> None:
+def test_the_map_lists_the_ranked_files_no_group_shows_after_the_groups(small) -> None:
     state, chunks = small
     plain = build_pack(state, chunks, [(REGISTER, 0.9)])
     pack = build_pack(state, chunks, [(REGISTER, 0.9)], leads=LEADS)
-    assert [lead.path for lead in pack.map] == ["app/models.py", "README.md"]
+    assert [lead.path for lead in pack.map] == ["app/cli.py", "README.md"]
     assert pack.map_total == 2
     assert render(pack) == render(plain) + MAP_TEXT  # nothing else moved: room for all
     assert pack.files == plain.files  # the groups are what they were
@@ -61,7 +62,7 @@ def test_the_map_lists_the_ranked_files_that_hold_no_target_after_the_groups(sma
 MAP_TEXT = """
 
 ## map: files ranked next for the question · read these lines (2 of 2)
-app/models.py · L5-6 make_user · L1-3 User
+app/cli.py · L8-20 main · L1-6 Options
 README.md · L1-4"""
 
 
@@ -92,7 +93,7 @@ def test_a_pack_with_a_map_never_passes_its_budget(large, budget: int) -> None:
     assert len(text) / 4 <= budget and pack.tokens <= budget
     mapped = sum(len(lead_line(lead)) + 1 for lead in pack.map)
     assert mapped <= budget * 4 // MAP_SHARE
-    assert not {lead.path for lead in pack.map} & {"pkg/m03.py", "pkg/m11.py", "pkg/m20.py"}
+    assert not {lead.path for lead in pack.map} & {r.path for r in pack.files}
 
 
 def test_the_maps_share_is_set_aside_before_the_targets_fill_the_budget(large) -> None:

@@ -109,13 +109,11 @@ def test_context_packs_a_symbol_a_question_and_a_file(service: QueryService) -> 
     ]
     assert (by_question.title, by_question.question_truncated) == ("value added tax", False)
     assert by_question.read_next == [] and by_symbol.read_next == []  # nothing ranked next
-    # One target: the files ranked next are the map, with their functions ranked for it.
+    # One target: the files ranked next that no group shows are the map (invoice.py
+    # imports tax.py: its group is there).
     one = service.context("shop", q="value added tax", seeds=1)
-    assert one.read_next == [
-        "billing/invoice.py · L3-6 Invoice · L4-6 Invoice.total",
-        "README.md · L1-3",
-    ]
-    assert one.text.endswith("\n".join(["read these lines (2 of 2)", *one.read_next]))
+    assert one.read_next == ["README.md · L1-3"]
+    assert one.text.endswith("read these lines (1 of 1)\nREADME.md · L1-3")
     by_file = service.context("shop", path="/billing/tax.py")
     assert by_file.read_first[0] == "billing/tax.py:L1-5 (inbound 1)"
     assert by_file.question_truncated is None
