@@ -27,7 +27,7 @@ from query.search.chunk_texts import RECENT_FILES, ChunkTexts
 from query.search.context_pack import ContextPack, build_pack
 from query.search.function_ranking import rank_functions
 from query.search.literals import LiteralIndex, fragments
-from query.search.pack_map import MAP_FILES, Lead, Span, leads_of
+from query.search.pack_map import MAP_CANDIDATES, Lead, Span, leads_of
 from query.search.packed_chunks import PackedChunks
 from query.search.ranking import (
     Proximity,
@@ -331,11 +331,11 @@ def question_pack(
     adjacency: Adjacency | None = None,
     weights: RankWeights | None = None,
     proximity: Proximity | None = None,
-    map_files: int = MAP_FILES,
+    map_files: int = MAP_CANDIDATES,
 ) -> ContextPack:
-    """The context pack for a question: its best search hits are the targets, the next
-    of its ``map_files`` best files its map (the /context endpoint and the evaluation
-    build packs with this one function)."""
+    """The context pack for a question: its best search hits are the targets; its map
+    names the files of its ``map_files`` best that no file group shows (0: no map; the
+    /context endpoint and the evaluation build packs with this one function)."""
     ranked = retrieval.search(
         question,
         limit=max(seeds, map_files),
