@@ -92,7 +92,8 @@ class ContextPack:
     map: tuple[Lead, ...] = ()
     """The files ranked next for the question with their lines to read, as shown."""
     map_total: int = 0
-    """How many files the map had to show (the ranked files that are no target's)."""
+    """How many files the map had to show: the ranked files no file group shows, at most
+    `pack_map.MAP_FILES`."""
 
 
 def build_pack(
