@@ -40,6 +40,7 @@ from query.search.ranking import (
 from query.search.sparse import SparseIndex
 from stores.chunk_postings import CountedChunks
 from stores.deltas import GraphDelta
+from stores.projections.ids import is_test_path
 from stores.records import ChunkRecord, FileRecord, trusted
 from stores.repo_state import RepoState
 
@@ -366,8 +367,10 @@ def question_leads(
     chunks_by_path: Mapping[str, Sequence[ChunkRecord]],
     ranked: Sequence[RankedFile],
 ) -> list[Lead]:
-    """The ranked files as the map's candidates: each with its functions ranked for the
-    question (`function_ranking`), or its best chunk's first 40 lines."""
+    """The ranked source files as the map's candidates (test files left out: a fix lands
+    in source, and the pack lists its targets' tests already), each with its functions
+    ranked for the question (`function_ranking`), or its best chunk's first 40 lines."""
+    ranked = [r for r in ranked if not is_test_path(r.path)]
     paths = [r.path for r in ranked]
     symbols = {p: state.files[p].symbols for p in paths if p in state.files}
     functions = rank_functions(
