@@ -276,3 +276,20 @@ def test_importing_the_service_imports_no_web_framework() -> None:
         [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_a_questions_map_names_source_files_only() -> None:
+    """The map lists the files ranked next that are source: a test file the ranking puts
+    second (it names the function) is left out, a source file is kept."""
+    model = ReadModel(clock=lambda: 1002.0)
+    files = {
+        "lib/alpha.py": "def alpha_total(x):\n    return x\n",
+        "lib/beta.py": "def beta(x):\n    '''alpha_total of beta'''\n    return x\n",
+        "tests/test_beta.py": "def test_alpha_total_twice():\n    assert 'alpha_total'\n",
+    }
+    indexed("r", files, model, clustered=True)
+    service = QueryService(model, ready=lambda: True)
+    assert [h.path for h in service.search("r", "alpha_total").items][:1] == ["lib/alpha.py"]
+    assert "tests/test_beta.py" in [h.path for h in service.search("r", "alpha_total").items]
+    pack = service.context("r", q="alpha_total", seeds=1)
+    assert pack.read_next == ["lib/beta.py · L1-3 beta"]
