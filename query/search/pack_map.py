@@ -12,8 +12,9 @@ functions ranked for the question (`function_ranking`), best first:
 
 The map takes at most a ``MAP_SHARE``-th of the budget (1,000 of 8,000 tokens: Aider's
 default map is 1,024), reserved before the targets fill theirs (context_pack.py), and
-lists at most ``MAP_FILES`` files in the ranking's order, those no file group of the
-pack shows already (a group gives its path and lines to read): the first ``DETAILED_FILES``
+lists at most ``MAP_FILES`` source files in the ranking's order
+(`retrieval.question_leads` leaves test files out), those no file group of the pack
+shows already (a group gives its path and lines to read): the first ``DETAILED_FILES``
 with up to ``SPANS_PER_FILE`` functions, the rest with their best one, so that a line
 costs about 60-110 characters and the share holds 30-50 of them. The first cut (20
 files, 3 functions each) reached the files ranked 4-20; the gold files the pack missed
