@@ -11,11 +11,11 @@ Two baselines are computed in the same run over the same files and written besid
 predictions: whole-file BM25 on plain words (``*.bm25-files.jsonl``) and chunk BM25
 with code-aware tokens, each file scored by its best chunk (``*.bm25-chunks.jsonl``).
 The files of the context pack the service would build for the issue (8,000 tokens)
-are written too, in the pack's order (``*.pack.jsonl``): score.py's Acc@10 of that
-file is the share of instances whose gold files are all in the pack (packs show
-fewer than 10 files). Every candidate file of each question, with its signals before
-weighing, goes to ``*.signals.jsonl``: `gazetteer eval tune` fits the ranking weights
-on them.
+are written too, in the pack's order (``*.pack.jsonl``: its file groups, then its
+map; each tier apart, and the functions its targets and map point at):
+tests/bench/pack_recall.py reads them. Every candidate file of each question, with
+its signals before weighing, goes to ``*.signals.jsonl``: `gazetteer eval tune` fits
+the ranking weights on them.
 The same-run peer (`eval_peer`, ``--peer bm25``, the default) is a whole-file BM25
 over code-aware tokens, the field's published baseline (``*.peer-bm25.jsonl``).
 Functions too (issue 17): each prediction line holds ``ranked_functions``
@@ -51,7 +51,12 @@ from query.dense import DenseIndex
 from query.retrieval import RepoRetrieval, proximity_of, question_pack
 from query.search.adjacency import Adjacency
 from query.search.context_pack import ContextPack
-from query.search.function_ranking import RankedFunction, file_signals, rank_functions
+from query.search.function_ranking import (
+    FUNCTION_KINDS,
+    RankedFunction,
+    file_signals,
+    rank_functions,
+)
 from query.search.ranking import Proximity, RankedFile, question_read
 from query.search.sparse import FileBM25
 from stores.projections.graph_state import FileGraphState
@@ -176,6 +181,34 @@ def pack_of(indexed: Indexed, question: str) -> ContextPack:
         importance=indexed.importance,
         proximity=indexed.proximity,
     )
+
+
+def pack_files(pack: ContextPack) -> list[str]:
+    """The files a pack gives an agent to read, in its order: those of its file groups
+    (each with its lines to read first), then those of its map (each with the lines of
+    its ranked functions)."""
+    return list(dict.fromkeys([r.path for r in pack.files] + [lead.path for lead in pack.map]))
+
+
+def pack_tiers(pack: ContextPack) -> dict[str, list[str]]:
+    """The pack's files by how much of them it shows (test files left out, as in every
+    ranking): ``excerpt_files`` hold a target in full, ``grouped_files`` are its file
+    groups (a target, or related code's signatures), ``map_files`` its map's lines; and
+    the functions it points at: its targets' (``target_functions``) and its map's."""
+    excerpt = [t.path for t in pack.targets if t.path is not None and t.text is not None]
+    return {
+        "excerpt_files": _source_only(dict.fromkeys(excerpt)),
+        "grouped_files": _source_only(r.path for r in pack.files),
+        "map_files": _source_only(lead.path for lead in pack.map),
+        "target_functions": [
+            f"{t.path}::{t.name}"
+            for t in pack.targets
+            if t.path is not None and t.kind in FUNCTION_KINDS
+        ],
+        "map_functions": [
+            f"{lead.path}::{span.name}" for lead in pack.map for span in lead.spans if span.name
+        ],
+    }
 
 
 def _source_only(paths: Iterable[str]) -> list[str]:
@@ -305,12 +338,14 @@ async def _localize_one(
         "gazetteer": [r.path for r in every[:pool]],
         "bm25-files": [p for p, _ in indexed.whole_files.search(question, limit=pool)],
         "bm25-chunks": [p for p, _, _ in indexed.retrieval.sparse.rank_files(question, pool)],
-        "pack": [r.path for r in pack_of(indexed, question).files],
     }
+    pack = pack_of(indexed, question)
+    rankings["pack"] = pack_files(pack)
     if indexed.peer is not None:
         rankings[f"peer-{indexed.peer.name}"] = indexed.peer.rank(question, pool)
     for name, ranked in rankings.items():
         lines[name] = {"instance_id": instance.instance_id, "ranked_files": _source_only(ranked)}
+    lines["pack"].update(pack_tiers(pack))
     functions = indexed.functions(question, every, RANKED)
     lines["gazetteer"]["ranked_functions"] = [f.key for f in functions]
     lines["fn-signals"] = {

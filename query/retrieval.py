@@ -25,7 +25,9 @@ from query.search.adjacency import Adjacency
 from query.search.chunk_texts import RECENT_FILES, ChunkTexts
 from query.search.context_pack import ContextPack, build_pack
 from query.search.definers import Definers
+from query.search.function_ranking import rank_functions
 from query.search.literals import LiteralIndex, fragments
+from query.search.pack_map import MAP_CANDIDATES, Lead, Span, leads_of
 from query.search.packed_chunks import PackedChunks
 from query.search.ranking import (
     Proximity,
@@ -39,6 +41,7 @@ from query.search.sparse import SparseIndex
 from query.search.vocabulary import Vocabulary, expansion_signal
 from stores.chunk_postings import CountedChunks
 from stores.deltas import GraphDelta
+from stores.projections.ids import is_test_path
 from stores.records import ChunkRecord, FileRecord, trusted
 from stores.repo_state import RepoState
 
@@ -363,19 +366,60 @@ def question_pack(
     adjacency: Adjacency | None = None,
     weights: RankWeights | None = None,
     proximity: Proximity | None = None,
+    map_files: int = MAP_CANDIDATES,
 ) -> ContextPack:
-    """The context pack for a question: its best search hits are the targets (the
+    """The context pack for a question: its best search hits are the targets; its map
+    names the files of its ``map_files`` best that no file group shows (0: no map; the
     /context endpoint and the evaluation build packs with this one function)."""
-    hits = retrieval.search(
+    ranked = retrieval.search(
         question,
-        limit=seeds,
+        limit=max(seeds, map_files),
         importance=importance,
         recent=recent,
         weights=weights,
         proximity=proximity,
     )
+    hits = ranked[:seeds]
     top = hits[0].score if hits and hits[0].score > 0 else 1.0
     starts = [(h.best_chunk or f"file:{h.path}", h.score / top) for h in hits]
+    leads = question_leads(state, retrieval, question, chunks_by_path, ranked[:map_files])
     return build_pack(
-        state, chunks_by_path, starts, budget=budget, title=question[:80], adjacency=adjacency
+        state,
+        chunks_by_path,
+        starts,
+        budget=budget,
+        title=question[:80],
+        adjacency=adjacency,
+        leads=leads,
+    )
+
+
+def question_leads(
+    state: RepoState,
+    retrieval: RepoRetrieval,
+    question: str,
+    chunks_by_path: Mapping[str, Sequence[ChunkRecord]],
+    ranked: Sequence[RankedFile],
+) -> list[Lead]:
+    """The ranked source files as the map's candidates (test files left out: a fix lands
+    in source, and the pack lists its targets' tests already), each with its functions
+    ranked for the question (`function_ranking`), or its best chunk's first 40 lines."""
+    ranked = [r for r in ranked if not is_test_path(r.path)]
+    paths = [r.path for r in ranked]
+    symbols = {p: state.files[p].symbols for p in paths if p in state.files}
+    functions = rank_functions(
+        question,
+        ranked,
+        symbols,
+        {p: chunks_by_path.get(p, ()) for p in paths},
+        retrieval.sparse.chunk_scores(question_read(question), paths),
+        limit=sum(map(len, symbols.values())),  # every one: the map keeps each file's first
+    )
+    fallback = {}
+    for r in ranked:
+        chunk = retrieval.chunks.get(r.best_chunk) if r.best_chunk else None
+        if chunk is not None:
+            fallback[r.path] = Span(chunk.line_start, min(chunk.line_end, chunk.line_start + 39))
+    return leads_of(
+        paths, [(f.path, f.qualname, f.line_start, f.line_end) for f in functions], fallback
     )

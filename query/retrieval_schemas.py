@@ -144,6 +144,12 @@ class ContextOut(BaseModel):
     targets: list[str]
     targets_total: int
     read_first: list[str] = Field(description="'path:L10-49 (inbound 12)' per file")
+    read_next: list[str] = Field(
+        default_factory=list,
+        description="a question's map: the files ranked next, 'path · L10-30 name · L40-52' "
+        "each (the lines of its functions ranked for the question); empty for a symbol or "
+        "a file",
+    )
     reasoning: list[str]
     freshness: Freshness
 

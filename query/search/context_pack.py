@@ -7,9 +7,11 @@ builder decides what of it fits: items are scored (pack_items.py) and a greedy f
 admits, in this order, the targets in full (a target too long for what is left shows
 its signature), the header and counts, the chain, then items by score, each where it
 fits (a smaller item may still fit after a larger one did not). The header and counts
-go first instead when they take at most a tenth of the budget. Tokens are characters
-/ 4 and the rendered text never exceeds the budget; every list keeps its true total
-beside what was shown.
+go first instead when they take at most a tenth of the budget. A question's pack may
+carry a map (pack_map.py): the files ranked next, a line each with their lines to read;
+its share of the budget is set aside before the targets fill theirs, and it is admitted
+last, naming the files no group shows. Tokens are characters / 4 and the rendered text
+never exceeds the budget; every list keeps its true total beside what was shown.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from query.search.pack_items import (
     read_range,
     target_item,
 )
+from query.search.pack_map import MAP_FILES, MAP_SHARE, Lead, lead_line, map_header
 from query.search.pack_sources import (
     Chunks,
     dependency_chain,
@@ -57,7 +60,7 @@ from stores.repo_state import RepoState
 DEFAULT_BUDGET = 8000
 DEFAULT_LIMITS = PackLimits()
 
-__all__ = ["ContextPack", "Listing", "PackItem", "PackLimits", "ReadRange", "build_pack"]
+__all__ = ["ContextPack", "Lead", "Listing", "PackItem", "PackLimits", "ReadRange", "build_pack"]
 __all__ += ["file_context", "render", "symbol_context", "tokens"]
 
 
@@ -86,6 +89,11 @@ class ContextPack:
     framed: bool
     """Whether the header and counts lines fit."""
     tokens: int = 0
+    map: tuple[Lead, ...] = ()
+    """The files ranked next for the question with their lines to read, as shown."""
+    map_total: int = 0
+    """How many files the map had to show: the ranked files no file group shows, at most
+    `pack_map.MAP_FILES`."""
 
 
 def build_pack(
@@ -99,13 +107,16 @@ def build_pack(
     title: str | None = None,
     limits: PackLimits = DEFAULT_LIMITS,
     adjacency: Adjacency | None = None,
+    leads: Sequence[Lead] = (),
 ) -> ContextPack:
     """The pack for the seeds (node or chunk ids with their search scores, in [0, 1]).
 
     ``similarity`` scores other nodes' match to the query (a dense search's, in [0, 1]),
     kc-graph's third signal; ``entry`` (a node or chunk id) makes the chain the shortest
     path from it to the best target; ``adjacency`` is the state's index, when the caller
-    caches it.
+    caches it; ``leads``, the files a question ranks (best first), make the map: the first
+    ``MAP_FILES`` of them that no file group shows, within a ``MAP_SHARE``-th of the
+    budget.
     """
     adj = adjacency or Adjacency.of(state)
     chunks = Chunks(chunks_by_path, state)
@@ -119,6 +130,10 @@ def build_pack(
     confidence = pack_confidence(max((t.score for t in targets), default=0.0), gathered)
     title = title or (label(targets[0].key) if targets else "no target found")
     fill = _Fill(budget * CHARS_PER_TOKEN, state, adj, limits.read_lines)
+    targeted = {t.chunk.path if t.chunk is not None else path_of(t.node) for t in targets}
+    to_map = [lead for lead in leads if lead.path not in targeted][:MAP_FILES]
+    reserve = _map_share(to_map, fill.limit // MAP_SHARE)[1]
+    fill.limit -= reserve  # the map's share, set aside while the others fill theirs
     head = [header(title, confidence), counts([(n, t, t) for n, (_, t) in gathered.items()])]
     framed = sum(map(cost, head)) <= fill.limit // 10 and fill.admit(head)
     shown_targets = [_fit_target(fill, target_item(adj, chunks, t, limits)) for t in targets]
@@ -127,6 +142,10 @@ def build_pack(
     for item in sorted(related.values(), key=lambda i: (-i.score, i.node)):
         if fill.admit([block(item)], item):
             fill.shown.append(item)
+    fill.limit += reserve
+    to_map = [lead for lead in leads if lead.path not in fill.groups][:MAP_FILES]
+    fitting, _ = _map_share(to_map, fill.limit // MAP_SHARE)  # what the groups show: not again
+    shown_map = _fit_map(fill, fitting, len(to_map))
     shown = {item.node for item in fill.shown}
     listings = {
         name: Listing(tuple(related[r.node] for r in rels if r.node in shown), total)
@@ -147,10 +166,13 @@ def build_pack(
         related=listings["related"],
         chain=chain,
         confidence=confidence,
-        reasoning=_reasoning(kept_targets, fill.shown, chain, entry_node, unknown, related),
+        reasoning=_reasoning(kept_targets, fill.shown, chain, entry_node, unknown, related)
+        + _map_reasoning(shown_map, len(to_map)),
         files=fill.files(),
         budget=budget,
         framed=framed,
+        map=shown_map,
+        map_total=len(to_map),
     )
     return _with_tokens(pack)
 
@@ -259,6 +281,30 @@ def _fit_target(fill: _Fill, item: PackItem) -> PackItem | None:
     return short if fill.admit([target_block(short)], short) else None
 
 
+def _map_share(leads: Sequence[Lead], share: int) -> tuple[list[Lead], int]:
+    """The first leads whose lines fit ``share`` characters with the map's header (charged
+    at its longest: the shown count is at most the total), and the characters they take."""
+    used, fitting = cost(map_header(len(leads), len(leads))), []
+    for lead in leads:
+        if used + cost(lead_line(lead)) > share:
+            break
+        used += cost(lead_line(lead))
+        fitting.append(lead)
+    return fitting, used if fitting else 0
+
+
+def _fit_map(fill: _Fill, leads: Sequence[Lead], total: int) -> tuple[Lead, ...]:
+    """The map's lines, in order, while they fit (they do: their share was set aside)."""
+    if not leads or not fill.admit([map_header(total, total)]):
+        return ()
+    shown: list[Lead] = []
+    for lead in leads:
+        if not fill.admit([lead_line(lead)]):
+            break
+        shown.append(lead)
+    return tuple(shown)
+
+
 def _reasoning(
     targets: Sequence[PackItem],
     shown: Sequence[PackItem],
@@ -277,6 +323,12 @@ def _reasoning(
     if unknown:
         lines.append("unknown seeds: " + ", ".join(unknown[:5]))
     return tuple(lines)
+
+
+def _map_reasoning(shown: Sequence[Lead], total: int) -> tuple[str, ...]:
+    if not total:
+        return ()
+    return (f"map: {len(shown)} of {total} files ranked next, with their ranked functions",)
 
 
 def _with_tokens(pack: ContextPack) -> ContextPack:

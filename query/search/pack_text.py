@@ -4,7 +4,8 @@ The text is a sequence of blocks joined by newlines: a header, a line of counts 
 of total, per list), the dependency chain, then one group per file (a ``## path`` line
 with the forty lines to read first and the file's inbound degree) holding its items,
 targets first with a ``[TARGET]`` mark and their lines, related symbols as one location
-line and their signature. The budget fill (context_pack.py) charges every block at
+line and their signature; then a question's map (pack_map.py), a line per file ranked
+next. The budget fill (context_pack.py) charges every block at
 ``len(block) + 1`` with these same functions, so what it admits is what `render`
 writes, and the text never passes the budget: tokens ~ characters / 4 (kc-graph).
 """
@@ -12,6 +13,8 @@ writes, and the text never passes the budget: tokens ~ characters / 4 (kc-graph)
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from query.search.pack_map import lead_line, map_header
 
 if TYPE_CHECKING:
     from query.search.context_pack import ContextPack, Listing, PackItem, ReadRange
@@ -104,6 +107,9 @@ def render(pack: ContextPack) -> str:
         members = groups.get(read.path, [])
         members.sort(key=lambda i: ("target" not in i.roles, i.line_start or 0, i.key))
         blocks.extend(block(i) for i in members)
+    if pack.map:
+        blocks.append(map_header(len(pack.map), pack.map_total))
+        blocks.extend(lead_line(lead) for lead in pack.map)
     if None in groups:
         blocks.append(EXTERNAL_GROUP)
         blocks.extend(block(i) for i in sorted(groups[None], key=lambda i: i.key))

@@ -32,6 +32,7 @@ from query.retrieval_schemas import (
 from query.search.bm25 import Statistics
 from query.search.context_pack import ContextPack, file_context, render
 from query.search.context_pack import symbol_context as symbol_pack
+from query.search.pack_map import lead_line
 from query.search.ranking import (
     MAX_QUESTION_CHARS,
     OFF_PYTHON,
@@ -416,6 +417,7 @@ def context_out(
         read_first=[
             f"{r.path}:L{r.line_start}-{r.line_end} (inbound {r.inbound})" for r in pack.files
         ],
+        read_next=[lead_line(lead) for lead in pack.map],
         reasoning=list(pack.reasoning),
         freshness=freshness,
     )

@@ -60,6 +60,14 @@ def test_eval_localize_writes_predictions_and_the_baselines(tmp_path: Path) -> N
     ):
         (row,) = [json.loads(x) for x in (out.parent / baseline).read_text().splitlines()]
         assert row["instance_id"] == "acme__shop-1"
+    # the pack's files by tier (tests/bench/pack_recall.py reads them), and its functions
+    (pack,) = [
+        json.loads(x) for x in (out.parent / "predictions.pack.jsonl").read_text().splitlines()
+    ]
+    assert pack["excerpt_files"][0] == "shop/cart.py"
+    assert set(pack["excerpt_files"]) <= set(pack["grouped_files"])
+    assert pack["ranked_files"] == list(dict.fromkeys(pack["grouped_files"] + pack["map_files"]))
+    assert "shop/cart.py::Cart.total_price" in pack["target_functions"]
 
     assert line["ranked_functions"][:2] == ["shop/cart.py::Cart.total_price", "shop/cart.py::Cart"]
     (peer,) = [

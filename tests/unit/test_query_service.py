@@ -108,6 +108,12 @@ def test_context_packs_a_symbol_a_question_and_a_file(service: QueryService) -> 
         "README.md#doc:1",
     ]
     assert (by_question.title, by_question.question_truncated) == ("value added tax", False)
+    assert by_question.read_next == [] and by_symbol.read_next == []  # nothing ranked next
+    # One target: the files ranked next that no group shows are the map (invoice.py
+    # imports tax.py: its group is there).
+    one = service.context("shop", q="value added tax", seeds=1)
+    assert one.read_next == ["README.md · L1-3"]
+    assert one.text.endswith("read these lines (1 of 1)\nREADME.md · L1-3")
     by_file = service.context("shop", path="/billing/tax.py")
     assert by_file.read_first[0] == "billing/tax.py:L1-5 (inbound 1)"
     assert by_file.question_truncated is None
@@ -270,3 +276,20 @@ def test_importing_the_service_imports_no_web_framework() -> None:
         [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_a_questions_map_names_source_files_only() -> None:
+    """The map lists the files ranked next that are source: a test file the ranking puts
+    second (it names the function) is left out, a source file is kept."""
+    model = ReadModel(clock=lambda: 1002.0)
+    files = {
+        "lib/alpha.py": "def alpha_total(x):\n    return x\n",
+        "lib/beta.py": "def beta(x):\n    '''alpha_total of beta'''\n    return x\n",
+        "tests/test_beta.py": "def test_alpha_total_twice():\n    assert 'alpha_total'\n",
+    }
+    indexed("r", files, model, clustered=True)
+    service = QueryService(model, ready=lambda: True)
+    assert [h.path for h in service.search("r", "alpha_total").items][:1] == ["lib/alpha.py"]
+    assert "tests/test_beta.py" in [h.path for h in service.search("r", "alpha_total").items]
+    pack = service.context("r", q="alpha_total", seeds=1)
+    assert pack.read_next == ["lib/beta.py · L1-3 beta"]
