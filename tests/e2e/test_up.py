@@ -99,6 +99,11 @@ def test_bad_arguments_get_clear_errors(tmp_path: Path) -> None:
     worker = Gazetteer(["worker"], tmp_path / "data")
     assert worker.proc.wait(30) == 2
     assert "needs --broker" in worker.log_text()
-    lone = Gazetteer(["up", str(tmp_path)], tmp_path / "data", GAZETTEER_EMBED_IN="worker")
+    lone = Gazetteer(
+        ["up", str(tmp_path)],
+        tmp_path / "data",
+        GAZETTEER_EMBED_IN="worker",
+        GAZETTEER_EMBEDDER="default",
+    )
     assert lone.proc.wait(30) == 2
     assert "GAZETTEER_EMBED_IN=worker needs GAZETTEER_QDRANT_URL" in lone.log_text()

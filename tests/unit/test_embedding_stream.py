@@ -10,7 +10,7 @@ import httpx
 import pytest
 from qdrant_client.http.exceptions import UnexpectedResponse
 
-from deploy.dense_check import DenseSetupError
+from deploy.dense_check import DenseSetupError, check_dense_settings
 from deploy.dense_setup import dense_index, worker_fill
 from deploy.settings import Settings
 from processors.embedding_stream import EmbeddingStream, PrioritizingSink
@@ -339,6 +339,8 @@ def test_worker_embedding_needs_a_shared_qdrant(tmp_path: Path) -> None:
     assert type(reader) is DenseReader and reader.store is shared
     query = Settings(embed_in="query", **common)  # type: ignore[arg-type]
     assert worker_fill(query) is None and type(dense_index(query)) is DenseIndex
+    # no embedder, nothing to share: the default needs no Qdrant wherever it "embeds"
+    check_dense_settings(Settings(**{**common, "embedder": "none", "embed_in": "worker"}))  # type: ignore[arg-type]
 
 
 def test_a_server_away_is_retried_and_a_refused_request_is_not() -> None:
