@@ -27,7 +27,7 @@ from query.search.context_pack import ContextPack, build_pack
 from query.search.definers import Definers
 from query.search.function_ranking import rank_functions
 from query.search.literals import LiteralIndex, fragments
-from query.search.pack_map import MAP_CANDIDATES, Lead, Span, leads_of
+from query.search.pack_map import MAP_CANDIDATES, SPANS_PER_FILE, Lead, Span, leads_of
 from query.search.packed_chunks import PackedChunks
 from query.search.ranking import (
     Proximity,
@@ -382,7 +382,7 @@ def question_pack(
     hits = ranked[:seeds]
     top = hits[0].score if hits and hits[0].score > 0 else 1.0
     starts = [(h.best_chunk or f"file:{h.path}", h.score / top) for h in hits]
-    leads = question_leads(state, retrieval, question, chunks_by_path, ranked[:map_files])
+    leads = question_leads(state, retrieval, question, ranked[:map_files])
     return build_pack(
         state,
         chunks_by_path,
@@ -398,7 +398,6 @@ def question_leads(
     state: RepoState,
     retrieval: RepoRetrieval,
     question: str,
-    chunks_by_path: Mapping[str, Sequence[ChunkRecord]],
     ranked: Sequence[RankedFile],
 ) -> list[Lead]:
     """The ranked source files as the map's candidates (test files left out: a fix lands
@@ -406,14 +405,18 @@ def question_leads(
     ranked for the question (`function_ranking`), or its best chunk's first 40 lines."""
     ranked = [r for r in ranked if not is_test_path(r.path)]
     paths = [r.path for r in ranked]
-    symbols = {p: state.files[p].symbols for p in paths if p in state.files}
+    files = {p: state.files[p] for p in paths if p in state.files}
+    symbols = {p: record.symbols for p, record in files.items()}
     functions = rank_functions(
         question,
         ranked,
         symbols,
-        {p: chunks_by_path.get(p, ()) for p in paths},
+        # the chunks as held, without their texts: ids, qualnames and lines are all the
+        # function ranking reads (quoting 100 files' texts cost a pack ~60 ms on sympy)
+        {p: record.chunks for p, record in files.items()},
         retrieval.sparse.chunk_scores(question_read(question), paths),
-        limit=sum(map(len, symbols.values())),  # every one: the map keeps each file's first
+        limit=sum(map(len, symbols.values())),
+        per_file=SPANS_PER_FILE,  # every file's first: all the map shows of it
     )
     fallback = {}
     for r in ranked:

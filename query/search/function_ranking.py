@@ -30,6 +30,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from query.search import packed_chunks, packed_facts
 from query.search.ranking import MIN_SYMBOL_CHARS, RankedFile, mentions, question_read
 from stores.records import ChunkRecord, SymbolRecord
 
@@ -97,83 +98,115 @@ def rank_functions(
     *,
     weights: FunctionWeights | None = None,
     limit: int = 10,
+    per_file: int | None = None,
 ) -> list[RankedFunction]:
     """The ``limit`` best symbols of ``files`` (the file ranking, best first) for
-    ``question``. ``symbols``, ``chunks``: each file's records; ``chunk_scores``: chunk
-    id -> BM25 score for the question (absent: 0)."""
+    ``question``, at most ``per_file`` of a file (None: no cap; a pack's map shows a
+    file's first few). ``symbols``, ``chunks``: each file's records; ``chunk_scores``:
+    chunk id -> BM25 score for the question (absent: 0).
+
+    Read by column (`packed_facts.column`, `packed_chunks.spans`): a pack's map ranks
+    every function of its 100 candidate files, ~5,000 on sympy, and a record built for
+    each cost ~100 ms a pack; records are built for the functions returned only."""
     weights = weights or FunctionWeights()
     if not files or limit <= 0:
         return []
     read = question_read(question)
     said, frames = mentions(read), framed(read)
     top_file = files[0].score if files[0].score > 0 else 1.0
-    found: list[tuple[int, SymbolRecord, float, float]] = []
+    # (place, qualname, name, line_start, line_end, file score, text score)
+    found: list[tuple[int, str, str, int, int, float, float]] = []
     for place, ranked in enumerate(files):
-        own = [s for s in symbols.get(ranked.path, ()) if s.kind in FUNCTION_KINDS]
+        held = symbols.get(ranked.path, ())
+        kinds = packed_facts.column(held, "kind")
+        picked = [i for i, kind in enumerate(kinds) if kind in FUNCTION_KINDS]
+        if not picked:
+            continue
+        qualnames = packed_facts.column(held, "qualname")
+        names = packed_facts.column(held, "name")
+        starts = packed_facts.column(held, "line_start")
+        ends = packed_facts.column(held, "line_end")
+        own = [(qualnames[i], starts[i], ends[i]) for i in picked]
         text = _chunk_score_of(own, chunks.get(ranked.path, ()), chunk_scores)
+        file_score = ranked.score / top_file
         found.extend(
-            (place, s, ranked.score / top_file, text[s.qualname]) for s in own if s.qualname in text
+            (place, qualnames[i], names[i], starts[i], ends[i], file_score, text[qualnames[i]])
+            for i in picked
+            if qualnames[i] in text
         )
-    top_text = max((t for *_, t in found), default=0.0) or 1.0
+    top_text = max((f[6] for f in found), default=0.0) or 1.0
     bearing: dict[str, int] = {}
-    for _, symbol, _, _ in found:
-        bearing[symbol.name] = bearing.get(symbol.name, 0) + 1
-    scored: list[tuple[float, int, RankedFunction]] = []
-    for place, symbol, file_score, text_score in found:
-        signals = {"file": file_score, "text": text_score / top_text}
-        if symbol.qualname in said.identifiers and "." in symbol.qualname:
+    for f in found:
+        bearing[f[2]] = bearing.get(f[2], 0) + 1
+    base = [posixpath.basename(f.path) for f in files]
+    identifiers = said.identifiers
+
+    def signals_of(f: tuple[int, str, str, int, int, float, float]) -> dict[str, float]:
+        place, qualname, name = f[0], f[1], f[2]
+        signals = {"file": f[5], "text": f[6] / top_text}
+        if qualname in identifiers and "." in qualname:
             signals["named"] = 1.0
-        elif len(symbol.name) >= MIN_SYMBOL_CHARS and symbol.name in said.identifiers:
-            signals["named"] = 1.0 / bearing[symbol.name]
-        path = files[place].path
-        if (posixpath.basename(path), symbol.name) in frames:
+        elif len(name) >= MIN_SYMBOL_CHARS and name in identifiers:
+            signals["named"] = 1.0 / bearing[name]
+        if (base[place], name) in frames:
             signals["frame"] = 1.0
+        return signals
+
+    scored: list[tuple[float, int, int, str, int, float, dict[str, float]]] = []
+    for at, f in enumerate(found):
+        signals = signals_of(f)
         score = (
             weights.file * signals["file"]
             + weights.text * signals["text"]
             + weights.named * signals.get("named", 0.0)
             + weights.frame * signals.get("frame", 0.0)
         )
-        function = RankedFunction(
-            path, symbol.qualname, score, symbol.line_start, symbol.line_end, signals
-        )
-        scored.append((score, place, function))
-    scored.sort(
-        key=lambda item: (-round(item[0], 9), item[1], item[2].line_start, item[2].qualname)
-    )
-    seen: set[str] = set()
+        scored.append((-round(score, 9), f[0], f[3], f[1], at, score, signals))
+    scored.sort(key=lambda item: item[:4])
+    seen: set[tuple[str, str]] = set()
+    taken: dict[str, int] = {}
     ranked_functions: list[RankedFunction] = []
-    for _, _, function in scored:
-        if function.key in seen:  # a repeated qualname (a getter and its setter): once
+    for _, place, line_start, qualname, at, score, signals in scored:
+        path = files[place].path
+        if (path, qualname) in seen:  # a repeated qualname (a getter and its setter): once
             continue
-        seen.add(function.key)
-        ranked_functions.append(function)
+        seen.add((path, qualname))
+        if per_file is not None:
+            if taken.get(path, 0) >= per_file:
+                continue
+            taken[path] = taken.get(path, 0) + 1
+        ranked_functions.append(
+            RankedFunction(path, qualname, score, line_start, found[at][4], signals)
+        )
         if len(ranked_functions) == limit:
             break
     return ranked_functions
 
 
 def _chunk_score_of(
-    symbols: Sequence[SymbolRecord], chunks: Sequence[ChunkRecord], scores: Mapping[str, float]
+    symbols: Sequence[tuple[str, int, int]],
+    chunks: Sequence[ChunkRecord],
+    scores: Mapping[str, float],
 ) -> dict[str, float]:
     """qualname -> the BM25 score of its chunk, or of the narrowest symbol chunk that
-    holds its lines; a symbol no chunk holds is left out."""
+    holds its lines; a symbol ((qualname, line_start, line_end)) no chunk holds is left
+    out."""
     own: dict[str, float] = {}
     spans: list[tuple[int, int, float]] = []
-    for chunk in chunks:
-        if chunk.qualname is None or chunk.kind in ("MODULE", "DOC"):
+    for chunk_id, kind, qualname, line_start, line_end in packed_chunks.spans(chunks):
+        if qualname is None or kind in ("MODULE", "DOC"):
             continue
-        score = scores.get(chunk.id, 0.0)
-        own[chunk.qualname] = max(own.get(chunk.qualname, 0.0), score)
-        spans.append((chunk.line_start, chunk.line_end, score))
+        score = scores.get(chunk_id, 0.0)
+        own[qualname] = max(own.get(qualname, 0.0), score)
+        spans.append((line_start, line_end, score))
     found: dict[str, float] = {}
-    for symbol in symbols:
-        if symbol.qualname in own:
-            found[symbol.qualname] = own[symbol.qualname]
+    for qualname, line_start, line_end in symbols:
+        if qualname in own:
+            found[qualname] = own[qualname]
             continue
-        holding = [s for s in spans if s[0] <= symbol.line_start and symbol.line_end <= s[1]]
+        holding = [s for s in spans if s[0] <= line_start and line_end <= s[1]]
         if holding:
-            found[symbol.qualname] = min(holding, key=lambda s: (s[1] - s[0], s[0]))[2]
+            found[qualname] = min(holding, key=lambda s: (s[1] - s[0], s[0]))[2]
     return found
 
 

@@ -59,6 +59,14 @@ def ids_and_hashes(chunks: Sequence[ChunkRecord]) -> Iterator[tuple[str, str]]:
     return ((c.id, c.content_hash) for c in chunks)
 
 
+def spans(chunks: Sequence[ChunkRecord]) -> Iterator[tuple[str, str, str | None, int, int]]:
+    """Each chunk's (id, kind, qualname, line_start, line_end), packed or not: what the
+    function ranking reads of a file's chunks for every file of a pack's map."""
+    if isinstance(chunks, PackedChunks):
+        return chunks.spans()
+    return ((c.id, c.kind, c.qualname, c.line_start, c.line_end) for c in chunks)
+
+
 def _lower_hex(digest: str) -> bool:
     try:
         return bytes.fromhex(digest).hex() == digest
@@ -109,6 +117,14 @@ class PackedChunks(Sequence[ChunkRecord]):
                 index = at // _FIELDS
                 return self._chunk(index, _ROW.unpack_from(self._rows, index * _ROW.size))
         return None
+
+    def spans(self) -> Iterator[tuple[str, str, str | None, int, int]]:
+        """Each chunk's (id, kind, qualname, line_start, line_end), without building the
+        records (`spans`)."""
+        refs = self._refs
+        for index, (start, end, _) in enumerate(_ROW.iter_unpack(self._rows)):
+            at = index * _FIELDS
+            yield refs[at], refs[at + 1], refs[at + 2], start, end  # type: ignore[misc]
 
     def ids_and_hashes(self) -> Iterator[tuple[str, str]]:
         """Each chunk's (id, content hash), without building the records."""

@@ -5,11 +5,16 @@ function-level BM25 peer (deploy/eval_peer.py) and the scorer (deploy/eval_funct
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from deploy.eval_functions import Gold, score
 from deploy.eval_peer import FunctionPeer
+from query.search import packed_facts
 from query.search.function_ranking import RankedFunction, file_signals, framed, rank_functions
+from query.search.packed_chunks import PackedChunks
+from query.search.packed_chunks import pack as pack_chunks
 from query.search.ranking import RankedFile
 from query.search.sparse import SparseIndex
 from stores.records import ChunkRecord, SymbolRecord
@@ -37,7 +42,7 @@ def chunk(
         line_start=start,
         line_end=end,
         text=text,
-        content_hash=f"{path}:{qualname}:{start}",
+        content_hash=hashlib.sha256(f"{path}:{qualname}:{start}".encode()).hexdigest(),
     )
 
 
@@ -90,6 +95,27 @@ def test_function_ranking_is_bounded_and_empty_without_files() -> None:
     assert rank_functions(question, [], SYMBOLS, CHUNKS, SCORES) == []
     only_b = rank_functions(question, FILES[1:], SYMBOLS, CHUNKS, SCORES)
     assert [(f.key, f.score) for f in only_b] == [("b.py::parse_total", 2.0)]
+
+
+def test_a_file_gives_at_most_per_file_functions_and_packed_records_rank_the_same() -> None:
+    question = "Cart.total returns the wrong helper sum"
+    full = rank_functions(question, FILES, SYMBOLS, CHUNKS, SCORES)
+    capped = rank_functions(question, FILES, SYMBOLS, CHUNKS, SCORES, per_file=2)
+    # a.py's best two, then b.py's: the cap skips a file's rest, not the limit's count
+    assert [(f.key, f.score) for f in capped] == [
+        ("a.py::Cart.total", 2.5),
+        ("a.py::Cart.total.inner", 2.0),
+        ("b.py::parse_total", 1.0),
+    ]
+    assert [
+        f.key for f in rank_functions(question, FILES, SYMBOLS, CHUNKS, SCORES, per_file=0)
+    ] == []
+    # the read side holds records packed by column: the same ranking, signals and lines
+    packed_symbols = {p: packed_facts.pack(records) for p, records in SYMBOLS.items()}
+    packed = {p: pack_chunks(p, records) for p, records in CHUNKS.items()}
+    assert isinstance(packed_symbols["a.py"], packed_facts.PackedFacts)
+    assert isinstance(packed["a.py"], PackedChunks)
+    assert rank_functions(question, FILES, packed_symbols, packed, SCORES) == full
 
 
 def test_chunk_scores_are_the_search_scores_of_the_chunks_of_the_files_asked() -> None:

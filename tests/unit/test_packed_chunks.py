@@ -26,7 +26,7 @@ from query.retrieval import QuotedChunks, RepoRetrieval, lean_record, question_p
 from query.search import packed_sections
 from query.search.context_pack import file_context, symbol_context
 from query.search.graph_search import graph_search
-from query.search.packed_chunks import PackedChunks, ids_and_hashes, pack
+from query.search.packed_chunks import PackedChunks, ids_and_hashes, pack, spans
 from query.search.packed_facts import PackedFacts
 from query.search.packed_sections import PackedSections
 from stores.deltas import GraphDelta
@@ -82,6 +82,16 @@ def test_packed_chunks_read_back_as_the_records() -> None:
     assert all(c.text == "" and c.path == "a.py" for c in packed)
     assert list(ids_and_hashes(packed)) == [(c.id, c.content_hash) for c in PINNED]
     assert list(ids_and_hashes(PINNED)) == list(ids_and_hashes(packed))
+    assert (
+        list(spans(packed))
+        == list(spans(PINNED))
+        == [
+            ("a.py#f", "FUNCTION", "f", 1, 9),
+            ("a.py#K.m", "METHOD", "K.m", 300, 70000),
+            ("a.py#f~2", "FUNCTION", "f", 2**32 - 1, 2**32 - 1),
+            ("a.py#module:1", "MODULE", None, 11, 12),
+        ]
+    )
     # as their tuple: equal both ways, same hash, and so is a file record holding it
     assert packed == PINNED and PINNED == packed and hash(packed) == hash(PINNED)
     assert packed == list(PINNED) and packed != PINNED[:3] and packed != "a.py"
