@@ -131,6 +131,7 @@ class Materializer:
         self.delta_messages = 0  # graph-delta messages fetched (issue 16: not the covered)
         self.lag: dict[str, int] = {}
         self._consumer: AIOKafkaConsumer | None = None
+        self._prober: AIOKafkaConsumer | None = None  # the looks' own connection: see run
         self._probed: dict[TopicPartition, tuple[float, int]] = {}  # tp -> (when, end)
         # repo -> (its sources partition, the end a look found past the position, or None
         # when the look was not answered in time; when): `unread_statuses` until read.
@@ -161,7 +162,8 @@ class Materializer:
         if probed is None or now - probed[0] > PROBE_TTL_S:
             asking = self._asking.get(tp)
             if asking is None:  # one question in flight per partition, shared
-                asking = self._asking[tp] = asyncio.ensure_future(consumer.end_offsets([tp]))
+                asker = self._prober or consumer
+                asking = self._asking[tp] = asyncio.ensure_future(asker.end_offsets([tp]))
                 asking.add_done_callback(functools.partial(self._asked, self._asking, tp))
             try:
                 end = (await asyncio.wait_for(asyncio.shield(asking), PROBE_TIMEOUT_S))[tp]
@@ -220,8 +222,20 @@ class Materializer:
             auto_offset_reset="earliest",
         )
         await consumer.start()
+        # The looks before answers (`probe_sources`) on a connection of their own: Apache
+        # Kafka answers a connection's requests in order, so on the fetching consumer's a
+        # look waited for the fetch in flight (up to its 500 ms wait for records), past the
+        # look's 250 ms, and answers about quiet repositories said `updating` (issue 18:
+        # 25 of 60, each a quarter second late, tests/e2e/test_sources_probe.py).
+        prober = AIOKafkaConsumer(bootstrap_servers=self._bootstrap, enable_auto_commit=False)
+        try:
+            await prober.start()
+        except BaseException:
+            await consumer.stop()
+            raise
         # Looks of a consumer of an earlier run (a broker since lost) are not this one's.
-        self._consumer, self._asking, self._probed, self._unread = consumer, {}, {}, {}
+        self._consumer, self._prober = consumer, prober
+        self._asking, self._probed, self._unread = {}, {}, {}
         self.model.unread_statuses.clear()
         try:
             partitions = await self._partitions(consumer)
@@ -279,10 +293,13 @@ class Materializer:
                 if self.churn_keeper is not None:
                     await self.churn_keeper.tick()
         finally:
-            self._consumer = None
+            self._consumer = self._prober = None
             if self.churn_keeper is not None:
                 await self.churn_keeper.flush()  # a clean stop: the ledgers as served
-            await consumer.stop()
+            try:
+                await prober.stop()
+            finally:
+                await consumer.stop()
 
     async def _load_topic(self, consumer: AIOKafkaConsumer) -> None:
         """Each repository's latest snapshot on the state-snapshots topic, loaded before

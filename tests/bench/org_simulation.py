@@ -1,13 +1,16 @@
 """An organization of many repositories through a sharded query tier (issue 18).
 
     python -m tests.bench.org_simulation --repos 1000 [--workers 2] [--partitions 8]
+        [--broker embedded|kafka]
 
 Builds ``--repos`` git repositories (two commits each) as slices of 10-30 Python files
 of the cached django and sympy trees (tests/bench/corpus.py), named after services so
 that their ids spread over the partitions; then runs, each as its own ``gazetteer``
-process on 127.0.0.1: the broker, ``--workers`` workers, one watcher of every
-repository, two replicas of each of two shards (``serve --shard 0/2`` and ``1/2``) and
-``route`` in front of them. Measured:
+process on 127.0.0.1: the broker (``gazetteer broker``, the embedded Tansu; with
+``--broker kafka``, Apache Kafka in KRaft mode from Maven Central, deploy/kafka_dist.py,
+on which the state snapshots travel and the sources topic is compacted), ``--workers``
+workers, one watcher of every repository, two replicas of each of two shards
+(``serve --shard 0/2`` and ``1/2``) and ``route`` in front of them. Measured:
 
 - ``fresh_s``: from the watcher's start until the router's ``/repositories`` (paged)
   lists every repository ``fresh``;
@@ -29,7 +32,9 @@ and to 10,000 repositories of the simulation's mean size.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import concurrent.futures
+import contextlib
 import json
 import os
 import random
@@ -45,6 +50,7 @@ from typing import Any
 
 import httpx
 
+from deploy.kafka_dist import ApacheKafka
 from producers.repo_id import repository_id
 from query.materializer import partition_of
 from tests.bench import harness
@@ -203,7 +209,28 @@ def corpus_words(org: list[dict[str, Any]], rng: random.Random, n: int) -> list[
     return [" ".join(rng.sample(words, 2)) for _ in range(n)]
 
 
+@contextlib.contextmanager
+def apache_kafka(partitions: int, heap: str) -> Any:
+    """Apache Kafka for the run, its JVM started and stopped from this (synchronous)
+    process: yields the bootstrap address and the JVM's pid."""
+    kafka = ApacheKafka(partitions=partitions, heap=heap)
+    asyncio.run(kafka.start())
+    try:
+        yield kafka.bootstrap, kafka.pid
+    finally:
+        asyncio.run(kafka.stop())
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.broker == "kafka":
+        with apache_kafka(args.partitions, args.kafka_heap) as (bootstrap, pid):
+            return _run(args, (f"kafka://{bootstrap}", pid))
+    return _run(args, None)
+
+
+def _run(args: argparse.Namespace, kafka: tuple[str, int | None] | None) -> dict[str, Any]:
+    """``kafka``: the bootstrap URL and pid of a running Apache Kafka (None: the run
+    starts the embedded broker as one of its parts)."""
     rng = random.Random(args.seed)
     work = Path(tempfile.mkdtemp(prefix="gazetteer-org-"))
     parts: list[Gazetteer] = []
@@ -219,9 +246,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                   for p in range(args.partitions)]  # fmt: skip
         data = work / "data"
         env = {"GAZETTEER_PARTITIONS": str(args.partitions), "GAZETTEER_LOG_LEVEL": "warning"}
-        broker = Gazetteer(["broker"], data, **env)
-        parts.append(broker)
-        bootstrap = broker.wait_for_line(BOOTSTRAP).group(1)
+        if kafka is None:
+            broker = Gazetteer(["broker"], data, **env)
+            parts.append(broker)
+            bootstrap = broker.wait_for_line(BOOTSTRAP).group(1)
+            broker_pid: int | None = broker.pid
+        else:
+            bootstrap, broker_pid = kafka
         on = ["--broker", bootstrap]
         workers = [Gazetteer([*on, "worker"], data, **env) for _ in range(args.workers)]
         parts += workers
@@ -257,7 +288,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "workers": [rss_mb(w.pid) for w in workers],
             "watcher": rss_mb(watcher.pid),
             "router": rss_mb(router.pid),
-            "broker": rss_mb(broker.pid, tree=True),
+            "broker": rss_mb(broker_pid, tree=True) if broker_pid is not None else 0.0,
         }
         disk = {"data_dir_mb": disk_mb(data), "state_mb": disk_mb(data / "state")}
         harness.progress(f"memory {memory} disk {disk}")
@@ -394,6 +425,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return {
             "benchmark": NAME,
             "machine": harness.machine(),
+            "broker": args.broker,
             "repos": len(org),
             "files": files,
             "bytes": sum(r["bytes"] for r in org),
@@ -431,6 +463,7 @@ def table(result: dict[str, Any]) -> str:
         result["edit_visible"],
     )
     rows = [
+        ("broker", result.get("broker", "embedded")),
         ("repositories / files", f"{result['repos']} / {result['files']}"),
         ("generation", f"{result['build_s']} s"),
         ("every repository fresh (router)", f"{result['fresh_s']} s"),
@@ -481,13 +514,16 @@ def main() -> None:
         "--edit-timeout", type=float, default=120.0, help="an edit not visible by then is missed"
     )
     parser.add_argument("--seed", type=int, default=18)
+    parser.add_argument("--broker", choices=["embedded", "kafka"], default="embedded")
+    parser.add_argument("--kafka-heap", default="2g", help="Apache Kafka's JVM heap")
     parser.add_argument(
         "--baseline", type=Path, help="a smaller run's JSON: replica memory per file as the slope"
     )
     args = parser.parse_args()
     result = run(args)
     print(table(result))
-    path = harness.write_json(NAME if args.repos == 1000 else f"{NAME}_{args.repos}", result)
+    name = NAME if args.repos == 1000 else f"{NAME}_{args.repos}"
+    path = harness.write_json(name if args.broker == "embedded" else f"{name}_kafka", result)
     harness.progress(f"wrote {path}")
 
 
