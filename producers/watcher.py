@@ -54,9 +54,10 @@ import contextlib
 import os
 import posixpath
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
+import anyio.to_thread
 import structlog
 from watchfiles import Change, awatch
 from watchfiles._rust_notify import WatchfilesRustInternalError
@@ -107,6 +108,25 @@ def out_of_os_watches(error: BaseException) -> bool:
     """Whether notify's ``error`` says the OS has no file-system watch left to give (the
     watcher then polls instead), not that this tree has something wrong with it."""
     return any(sign in str(error) for sign in OUT_OF_WATCHES)
+
+
+@contextlib.contextmanager
+def thread_of_its_own() -> Iterator[None]:
+    """One more thread for AnyIO's default limiter while a notifier runs.
+
+    ``awatch`` waits for the notifier in one of AnyIO's worker threads (``RustNotify.watch``,
+    up to 5 s a call, again and again), and AnyIO's default limiter lends 40 of them to a
+    process. A process watching more repositories than that (``gazetteer watch`` of an
+    organization) gave each notifier a thread in turn: at 1,000 repositories a save in one
+    of them was read a turn later, minutes after it was made (issue 18), while answers said
+    ``fresh``. Each notifier now brings its own token; the threads wait in the notifier's
+    native code, without the interpreter's lock."""
+    limiter = anyio.to_thread.current_default_thread_limiter()
+    limiter.total_tokens += 1
+    try:
+        yield
+    finally:
+        limiter.total_tokens -= 1
 
 
 class Watcher:
@@ -273,21 +293,22 @@ class Watcher:
     async def _consume(self, stop: asyncio.Event, paths: list[str], *, force_polling: bool) -> None:
         root = str(self.tree.root)
         step = max(10, min(50, self.debounce_ms))
-        changes_iter: Any = self._watch(
-            *paths,
-            watch_filter=None,
-            debounce=self.debounce_ms,
-            step=step,
-            stop_event=_OwnStop(stop),
-            force_polling=force_polling,
-            recursive=False,  # notify's recursive walk follows symlinks (issue 15)
-            ignore_permission_denied=True,
-        )
-        async for raw in changes_iter:
-            self._collector_failures = 0
-            for path, kinds in relative_changes(root, raw).items():
-                self._pending.setdefault(path, set()).update(kinds)
-            self._wake.set()
+        with thread_of_its_own():
+            changes_iter: Any = self._watch(
+                *paths,
+                watch_filter=None,
+                debounce=self.debounce_ms,
+                step=step,
+                stop_event=_OwnStop(stop),
+                force_polling=force_polling,
+                recursive=False,  # notify's recursive walk follows symlinks (issue 15)
+                ignore_permission_denied=True,
+            )
+            async for raw in changes_iter:
+                self._collector_failures = 0
+                for path, kinds in relative_changes(root, raw).items():
+                    self._pending.setdefault(path, set()).update(kinds)
+                self._wake.set()
 
     async def _flush_or_retry(self, batch: dict[str, set[Change]], stop: asyncio.Event) -> None:
         """A failing git call (transient: a lock, a repository mid-rewrite) is retried

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import subprocess
@@ -451,3 +452,34 @@ def test_only_the_os_running_out_of_watches_is_read_as_such() -> None:
     )
     assert not out_of_os_watches(WatchfilesRustInternalError("Unable to decode path"))
     assert not out_of_os_watches(WatchfilesRustInternalError("injected"))
+
+
+async def test_more_notifiers_than_anyio_lends_threads_each_wait_at_once(tmp_path: Path):
+    """AnyIO lends a process 40 worker threads by default and a notifier waits in one
+    for as long as it watches: a `watch` of more repositories than that read each
+    one's saves only when its notifier's turn came (minutes at 1,000 repositories)."""
+    import anyio.to_thread
+
+    count = 48  # more than AnyIO's default 40
+    roots = []
+    for i in range(count):
+        root = tmp_path / f"r{i}"
+        (root / "src").mkdir(parents=True)
+        (root / "src" / "app.py").write_text("x = 0\n")
+        roots.append(root)
+    limiter = anyio.to_thread.current_default_thread_limiter()
+    lent = limiter.total_tokens
+    async with contextlib.AsyncExitStack() as stack:
+        sinks = []
+        for root in roots:
+            tree = WorkTree(root, None)
+            sink, _, _ = await stack.enter_async_context(watcher_of(tree, tree.list()))
+            sinks.append(sink)
+        await until(lambda: limiter.borrowed_tokens >= count)  # every notifier waiting
+        # Where this user is out of inotify instances (128 by default; a running `watch`
+        # holds one per repository) the notifiers poll, and a poller misses what changes
+        # before its first look, ~300 ms after it starts (a resync catches it later).
+        await asyncio.sleep(0.5)
+        await edit_and_see(sinks[-1], roots[-1], "x = 1\n")  # the last one started
+        await edit_and_see(sinks[0], roots[0], "x = 2\n")
+    assert limiter.total_tokens == lent  # given back as each notifier ended
