@@ -38,6 +38,14 @@ FOLLOW_POLLS_PER_S = 500.0
 """Looks at the refs (a few ``stat`` calls, `CommitFollower`) one process makes a second
 at most, every repository it follows together."""
 
+NOTIFIER_STEPS_PER_S = 1000.0
+"""Wakes of the notifiers' threads one process allows a second, all its repositories
+together. A notifier's thread (``RustNotify.watch``) sleeps ``step`` ms between looks, and
+each look takes the interpreter's lock (it asks for signals and the stop flag): 1,000
+notifiers at 50 ms took it 20,000 times a second, and the load average passed 500 with
+the event loop starved (issue 18). A look finds the changes the OS queued meanwhile, so a
+longer step delays a save by at most the step, it loses none."""
+
 FOLLOW_RECHECKS_PER_S = 10.0
 """Rechecks of HEAD whose refs did not move (two git subprocesses each) one process makes
 a second at most: a watcher of 1,000 repositories rechecking each every 5 s spawned ~400
@@ -55,18 +63,29 @@ class SourceOptions:
     follow: bool = True
     watch: bool = True
     recheck_s: float = 5.0  # HEAD asked of git again though its refs did not move
+    min_step_ms: int = 0  # the notifier's looks at its changes at least this far apart
 
     def paced(self, repositories: int) -> SourceOptions:
         """The options of one of ``repositories`` followed by one process: its polls and
         rechecks spaced so that the process stays within ``FOLLOW_POLLS_PER_S`` and
-        ``FOLLOW_RECHECKS_PER_S`` (unchanged up to 50 repositories). A commit is still
-        seen at the next poll (its refs move); only the safety net is slower."""
+        ``FOLLOW_RECHECKS_PER_S``, and its notifiers' looks within ``NOTIFIER_STEPS_PER_S``
+        (unchanged up to 50 repositories). A commit is still seen at the next poll (its
+        refs move); only the safety net is slower. A save waits at most one step more: 1 s
+        at 1,000 repositories."""
         n = max(1, repositories)
         return replace(
             self,
             poll_s=max(self.poll_s, n / FOLLOW_POLLS_PER_S),
             recheck_s=max(self.recheck_s, n / FOLLOW_RECHECKS_PER_S),
+            min_step_ms=max(self.min_step_ms, _step_floor_ms(n)),
         )
+
+
+def _step_floor_ms(repositories: int) -> int:
+    """The notifiers' step that keeps ``repositories`` of them within
+    ``NOTIFIER_STEPS_PER_S`` (0, no floor, up to 50 of them)."""
+    step = round(repositories * 1000 / NOTIFIER_STEPS_PER_S)
+    return step if step > 50 else 0
 
 
 def open_work_tree(root: Path) -> WorkTree:
@@ -158,6 +177,7 @@ async def run_source(
                     max_bytes=options.max_bytes,
                     debounce_ms=options.debounce_ms,
                     batch_size=options.batch_size,
+                    min_step_ms=options.min_step_ms,
                 )
                 tasks.create_task(watcher.run(done, ready), name="watcher")
                 await watcher.watching.wait()

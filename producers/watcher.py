@@ -144,9 +144,14 @@ class Watcher:
         watch: WatchFn = awatch,
         backoff_s: float = 0.25,
         max_backoff_s: float = 30.0,
+        min_step_ms: int = 0,
     ) -> None:
+        """``min_step_ms``: at least this long the notifier's thread sleeps between its
+        looks at what the OS queued (each look takes the interpreter's lock:
+        `SourceOptions.paced`); else 50 ms, or the debounce when shorter."""
         self.source, self.tree = source, tree
         self.max_bytes, self.debounce_ms, self.batch_size = max_bytes, debounce_ms, batch_size
+        self.min_step_ms = min_step_ms
         self.known = known if known is not None else KnownFiles()
         self.watching = asyncio.Event()  # set once the OS watches are in place
         self.restarts = 0  # notifier failures survived
@@ -292,7 +297,7 @@ class Watcher:
 
     async def _consume(self, stop: asyncio.Event, paths: list[str], *, force_polling: bool) -> None:
         root = str(self.tree.root)
-        step = max(10, min(50, self.debounce_ms))
+        step = max(10, min(50, self.debounce_ms), self.min_step_ms)
         with thread_of_its_own():
             changes_iter: Any = self._watch(
                 *paths,

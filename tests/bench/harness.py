@@ -81,7 +81,7 @@ class CpuMeter:
 
     def _now(self) -> tuple[float, float, float]:
         times = os.times()
-        return (_process_cpu_s(self._pid), time.process_time(), times[2] + times[3])
+        return (process_cpu_s(self._pid), time.process_time(), times[2] + times[3])
 
     def read(self) -> dict[str, float]:
         now = self._now()
@@ -89,7 +89,7 @@ class CpuMeter:
         return {"broker_cpu_s": broker, "gazetteer_cpu_s": own, "children_cpu_s": children}
 
 
-def _process_cpu_s(pid: int | None) -> float:
+def process_cpu_s(pid: int | None) -> float:
     """utime + stime of a live process, from /proc (0 where there is no /proc)."""
     if pid is None:
         return 0.0

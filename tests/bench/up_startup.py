@@ -80,11 +80,6 @@ def first(found: list[dict[str, Any]], event: str, part: str | None = None) -> d
     raise LookupError(f"no {event!r} line" + (f" of the {part}" if part else ""))
 
 
-def cpu_s(pid: int | None) -> float:
-    """A live process's user + system CPU seconds (`harness._process_cpu_s`)."""
-    return harness._process_cpu_s(pid)
-
-
 def phases(found: list[dict[str, Any]], started: float) -> dict[str, float]:
     """What the log says of one start-up, in seconds from ``started``."""
     broker = first(found, "broker_started")
@@ -126,7 +121,7 @@ def one_run(code: Path, repo: Path, data: Path, env: dict[str, str], timeout: fl
         pids = {r["role"]: r["pid"] for r in found if r.get("event") == "part_started"}
         pids["up"] = up.pid
         pids["broker"] = first(found, "broker_started")["pid"]
-        cpu = {f"{name}_cpu_s": cpu_s(pid) for name, pid in sorted(pids.items())}
+        cpu = {f"{name}_cpu_s": harness.process_cpu_s(pid) for name, pid in sorted(pids.items())}
         load = os.getloadavg()[0]
     finally:
         up.interrupt(timeout=60)

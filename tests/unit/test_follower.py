@@ -219,16 +219,25 @@ async def test_a_committed_secret_is_skipped_by_name_or_redacted(tmp_path: Path)
 def test_one_process_following_many_repositories_spaces_its_polls_and_rechecks():
     """A watcher of 1,000 repositories rechecked each every 5 s: ~400 git processes a
     second with nothing changing. Its total now stays within the per-process rates."""
-    from producers.session import FOLLOW_POLLS_PER_S, FOLLOW_RECHECKS_PER_S, SourceOptions
+    from producers.session import (
+        FOLLOW_POLLS_PER_S,
+        FOLLOW_RECHECKS_PER_S,
+        NOTIFIER_STEPS_PER_S,
+        SourceOptions,
+    )
 
     base = SourceOptions(poll_s=0.25)
     assert base.paced(1) == base
     assert base.paced(50) == base  # 50 / 500 polls and 50 / 10 rechecks: within both
     many = base.paced(1000)
-    assert (many.poll_s, many.recheck_s) == (2.0, 100.0)
+    assert (many.poll_s, many.recheck_s, many.min_step_ms) == (2.0, 100.0, 1000)
     assert (
         1000 / many.poll_s <= FOLLOW_POLLS_PER_S and 1000 / many.recheck_s <= FOLLOW_RECHECKS_PER_S
     )
+    # The notifiers' threads: 1,000 of them looking every 50 ms took the interpreter's
+    # lock 20,000 times a second; at the floor, 1,000 times.
+    assert 1000 * 1000 / many.min_step_ms <= NOTIFIER_STEPS_PER_S
+    assert base.paced(200).min_step_ms == 200
     assert (many.max_bytes, many.heartbeat_s) == (base.max_bytes, base.heartbeat_s)
 
 

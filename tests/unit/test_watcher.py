@@ -483,3 +483,29 @@ async def test_more_notifiers_than_anyio_lends_threads_each_wait_at_once(tmp_pat
         await edit_and_see(sinks[-1], roots[-1], "x = 1\n")  # the last one started
         await edit_and_see(sinks[0], roots[0], "x = 2\n")
     assert limiter.total_tokens == lent  # given back as each notifier ended
+
+
+@pytest.mark.parametrize(
+    ("debounce_ms", "min_step_ms", "step"), [(100, 0, 50), (20, 0, 20), (100, 1000, 1000)]
+)
+async def test_the_notifiers_step_has_the_floor_a_process_of_many_repositories_sets(
+    tmp_path: Path, debounce_ms: int, min_step_ms: int, step: int
+):
+    """`SourceOptions.paced` sets the floor: each look of a notifier's thread takes the
+    interpreter's lock, so 1,000 notifiers cannot all look every 50 ms."""
+    asked: list[int] = []
+
+    def watch(*paths: str, **kwargs: Any) -> AsyncIterator[set[tuple[Change, str]]]:
+        asked.append(kwargs["step"])
+        return awatch(*paths, **kwargs)
+
+    (tmp_path / "a.py").write_text("1")
+    tree = WorkTree(tmp_path, None)
+    source = Source("repo-1", str(tmp_path), InMemorySink(), producer="p1")
+    watcher = Watcher(source, tree, debounce_ms=debounce_ms, watch=watch, min_step_ms=min_step_ms)
+    stop = asyncio.Event()
+    task = asyncio.create_task(watcher.run(stop))
+    await watcher.watching.wait()
+    stop.set()
+    await asyncio.wait_for(task, 3.0)
+    assert asked == [step]
