@@ -97,6 +97,16 @@ REWATCH_MAX_SPACING_S = 2.0
 (up to its cap), and a new directory's later edits wait at most that long."""
 
 
+POLL_RECHECK_S = 1.1
+"""A notifier that polls (the OS had no inotify instance left) sees a file change only
+once its modification time's whole second moves (notify's poll watcher: measured, a save
+of the same file 0.3 s after the one before went unseen, of another size too, one 1.2 s
+after was seen), and nothing before its first look. So what a polling notifier reports,
+and at its start the whole tree, is listed again this long after, against the
+signatures (mtime in ns, ctime, size, inode): a save in the same second is emitted then,
+not lost until the file's next change."""
+
+
 OUT_OF_WATCHES = ("Too many open files", "os error 24", "os error 28", "No space left")
 """What notify says when the OS has no inotify instance or watch left for us: Linux
 allows 128 instances per user by default (fs.inotify.max_user_instances), and each
@@ -169,6 +179,9 @@ class Watcher:
         self._rewatch_at = 0.0  # time.monotonic() before which no rewatch starts
         self._collectors: set[asyncio.Task[None]] = set()  # the notifiers not ended yet
         self._watched: frozenset[str] = frozenset()  # the newest notifier's directories
+        self.polling = False  # a notifier fell back to polling: see POLL_RECHECK_S
+        self._recheck_at = 0.0  # when to list ``_recheck_under`` again (0: nothing due)
+        self._recheck_under: set[str] | None = set()  # directories (None: the whole tree)
 
     async def run(self, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
         """Watch until ``stop``; hold what is seen until ``ready`` (the scan's end).
@@ -202,6 +215,12 @@ class Watcher:
                     if wait_s <= 0:
                         collector = await self._rewatch(collector, stop)
                         continue
+                if self._recheck_at:
+                    due_s = self._recheck_at - time.monotonic()
+                    if due_s <= 0:
+                        await self._recheck()
+                        continue
+                    wait_s = due_s if wait_s is None else min(wait_s, due_s)
                 await _first_of(collector, stop, self._wake, timeout_s=wait_s)
                 self._wake.clear()
                 batch, self._pending = self._pending, {}
@@ -293,7 +312,25 @@ class Watcher:
             if not isinstance(e, OSError) and not out_of_os_watches(e):
                 raise
             log.warning("watch_fell_back_to_polling", root=str(self.tree.root), error=str(e))
+            self.polling = True
+            self._recheck_later(None)  # what changed before the poller's first look
             await self._consume(stop, paths, force_polling=True)
+
+    def _recheck_later(self, directories: set[str] | None) -> None:
+        """List ``directories`` (None: the whole tree) again `POLL_RECHECK_S` from the
+        first one asked since the last recheck."""
+        if not self._recheck_at:
+            self._recheck_at = time.monotonic() + POLL_RECHECK_S
+        if directories is None or self._recheck_under is None:
+            self._recheck_under = None
+        else:
+            self._recheck_under |= directories
+        self._wake.set()  # the loop's wait learns of the deadline
+
+    async def _recheck(self) -> None:
+        """A polling notifier's recheck (`POLL_RECHECK_S`)."""
+        under, self._recheck_under, self._recheck_at = self._recheck_under, set(), 0.0
+        await (self._resync() if under is None else self._resync_under(under))
 
     async def _consume(self, stop: asyncio.Event, paths: list[str], *, force_polling: bool) -> None:
         root = str(self.tree.root)
@@ -311,8 +348,11 @@ class Watcher:
             )
             async for raw in changes_iter:
                 self._collector_failures = 0
-                for path, kinds in relative_changes(root, raw).items():
+                changed = relative_changes(root, raw)
+                for path, kinds in changed.items():
                     self._pending.setdefault(path, set()).update(kinds)
+                if force_polling:  # a save in the same second may follow unseen
+                    self._recheck_later({posixpath.dirname(p) for p in changed})
                 self._wake.set()
 
     async def _flush_or_retry(self, batch: dict[str, set[Change]], stop: asyncio.Event) -> None:

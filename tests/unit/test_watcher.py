@@ -476,10 +476,8 @@ async def test_more_notifiers_than_anyio_lends_threads_each_wait_at_once(tmp_pat
             sink, _, _ = await stack.enter_async_context(watcher_of(tree, tree.list()))
             sinks.append(sink)
         await until(lambda: limiter.borrowed_tokens >= count)  # every notifier waiting
-        # Where this user is out of inotify instances (128 by default; a running `watch`
-        # holds one per repository) the notifiers poll, and a poller misses what changes
-        # before its first look, ~300 ms after it starts (a resync catches it later).
-        await asyncio.sleep(0.5)
+        # (Where this user is out of inotify instances, 128 by default, the notifiers poll,
+        # and their recheck after POLL_RECHECK_S emits a save their first look missed.)
         await edit_and_see(sinks[-1], roots[-1], "x = 1\n")  # the last one started
         await edit_and_see(sinks[0], roots[0], "x = 2\n")
     assert limiter.total_tokens == lent  # given back as each notifier ended
@@ -509,3 +507,30 @@ async def test_the_notifiers_step_has_the_floor_a_process_of_many_repositories_s
     stop.set()
     await asyncio.wait_for(task, 3.0)
     assert asked == [step]
+
+
+class OutOfInstances:
+    """awatch where the OS has no inotify instance left: the watcher polls instead."""
+
+    def __call__(self, *paths: str, **kwargs: Any) -> AsyncIterator[set[tuple[Change, str]]]:
+        if not kwargs["force_polling"]:
+            raise OSError(24, "Too many open files")
+        return awatch(*paths, **{**kwargs, "poll_delay_ms": 100})
+
+
+async def test_a_polling_watcher_emits_a_save_made_in_the_same_second_as_the_one_before(
+    tmp_path: Path,
+):
+    """notify's poll watcher sees a change only when the file's mtime moves to another
+    whole second: the second of two saves within one second was lost until the file's
+    next change. The watcher lists what a poller reported again `POLL_RECHECK_S` later."""
+    import time
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("x = 0\n")
+    tree = WorkTree(tmp_path, None)
+    async with watcher_of(tree, tree.list(), watch=OutOfInstances()) as (sink, watcher, _):
+        assert watcher.polling
+        await asyncio.sleep(1.05 - time.time() % 1)  # just past a second's start
+        await edit_and_see(sink, tmp_path, "x = 1\n")
+        await edit_and_see(sink, tmp_path, "x = 2\n")  # the same size, the same second
