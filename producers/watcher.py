@@ -328,9 +328,14 @@ class Watcher:
         self._wake.set()  # the loop's wait learns of the deadline
 
     async def _recheck(self) -> None:
-        """A polling notifier's recheck (`POLL_RECHECK_S`)."""
+        """A polling notifier's recheck (`POLL_RECHECK_S`); a failing git call (a lock,
+        a repository mid-rewrite) has it tried again a recheck later, not end the watcher."""
         under, self._recheck_under, self._recheck_at = self._recheck_under, set(), 0.0
-        await (self._resync() if under is None else self._resync_under(under))
+        try:
+            await (self._resync() if under is None else self._resync_under(under))
+        except GitError as e:
+            log.warning("watch_recheck_failed", error=str(e), retry_in_s=POLL_RECHECK_S)
+            self._recheck_later(under)
 
     async def _consume(self, stop: asyncio.Event, paths: list[str], *, force_polling: bool) -> None:
         root = str(self.tree.root)

@@ -20,7 +20,7 @@ from watchfiles import Change, awatch
 from watchfiles._rust_notify import WatchfilesRustInternalError
 
 from producers.events import EventBase, FileChanged, FileDeleted, ScanCompleted
-from producers.git import Git
+from producers.git import Git, GitError
 from producers.scan import WorkTree
 from producers.session import SourceOptions, describe_repository, run_source
 from producers.source import InMemorySink, Source
@@ -534,3 +534,30 @@ async def test_a_polling_watcher_emits_a_save_made_in_the_same_second_as_the_one
         await asyncio.sleep(1.05 - time.time() % 1)  # just past a second's start
         await edit_and_see(sink, tmp_path, "x = 1\n")
         await edit_and_see(sink, tmp_path, "x = 2\n")  # the same size, the same second
+
+
+class FailingOnce(WorkTree):
+    """A tree whose first listing fails as git does when a lock is held."""
+
+    failed = False
+
+    def list(self, under: str | None = None) -> list[str]:
+        if not self.failed:
+            self.failed = True
+            raise GitError(["ls-files"], 128, "fatal: Unable to create index.lock")
+        return super().list(under)
+
+
+async def test_a_recheck_whose_git_call_fails_is_tried_again_and_the_watcher_goes_on(
+    tmp_path: Path,
+):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("x = 0\n")
+    tree = FailingOnce(tmp_path, None)
+    known = WorkTree(tmp_path, None).list()
+    with capture_logs() as logs:
+        async with watcher_of(tree, known, watch=OutOfInstances()) as (sink, _, task):
+            await until(lambda: tree.failed)
+            await edit_and_see(sink, tmp_path, "x = 1\n")
+            assert not task.done()
+    assert any(e["event"] == "watch_recheck_failed" for e in logs)
