@@ -19,6 +19,11 @@ with the RSS beside it:
 3. what the query service caches per state version: the adjacency, the chunks by path;
 4. with ``--dense``, every chunk's vector in the in-memory vector store.
 
+With ``--restored``, the fold's model is then dropped and the read side is built again
+as a new replica or a restarted ``up`` builds it: from the worker's state snapshot
+(`decode_reader`, `query.state_restore.load_snapshot`), the decoded snapshot dropped
+after; its tracemalloc held and peak, and the RSS growth, beside the fold's first step.
+
 The fold's total is then split by ownership: a walk of the object graph (``gc``
 referents, ``sys.getsizeof``) over the components in a fixed order, each object counted
 in the first component that reaches it (a chunk record held by its file's record and by
@@ -216,9 +221,12 @@ def _without_references(delta: GraphDelta) -> GraphDelta:
     return delta.model_copy(update={"files_upserted": lean})
 
 
-def worker_scan(tree: PackageTree, decode: str) -> tuple[list[Any], dict[str, Any]]:
+def worker_scan(
+    tree: PackageTree, decode: str, snapshot: list[bytes] | None = None
+) -> tuple[list[Any], dict[str, Any]]:
     """The worker's scan: its memory by component, and the deltas it published (lean,
-    encoded unless ``decode == 'shared'``)."""
+    encoded unless ``decode == 'shared'``); its state snapshot, encoded as the worker
+    writes it, appended to ``snapshot`` when given."""
     index = RepoIndex(tree.name)
     deltas: list[Any] = []
     started, rss0 = time.perf_counter(), rss_mb()
@@ -231,6 +239,10 @@ def worker_scan(tree: PackageTree, decode: str) -> tuple[list[Any], dict[str, An
     gc.collect()
     rss = rss_mb() - rss0
     progress(f"worker scan: {seconds:.0f} s; partitioning its memory")
+    if snapshot is not None:
+        from stores import state_snapshot
+
+        snapshot.append(state_snapshot.encode(state_snapshot.capture(index.state, resolved=True)))
     part = partition_worker(index)
     report = {
         "scan_s": seconds,
@@ -342,14 +354,50 @@ def _fill_dense(model: ReadModel, repo: str, spec: str) -> object:
     return dense.store
 
 
-def run(corpus: str, decode: str, dense: str) -> dict[str, Any]:
+def restored_side(raw: bytes) -> dict[str, Any]:
+    """A read side loaded from the worker's snapshot, as a new replica loads it."""
+    from query.state_restore import load_snapshot
+    from stores.state_snapshot import decode_reader
+
+    gc.collect()
+    rss0, started = rss_mb(), time.perf_counter()
+    tracemalloc.start()
+    decoded = decode_reader(raw)
+    model = ReadModel()
+    load_snapshot(model, decoded.snapshot, None, decoded.postings)
+    peak = tracemalloc.get_traced_memory()[1]
+    del decoded
+    gc.collect()
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    seconds = time.perf_counter() - started
+    progress(f"restored: {held / 1e6:.0f} MB held, {peak / 1e6:.0f} MB peak, {seconds:.1f} s")
+    repo = next(iter(model.repos))
+    part = partition_read_side(model, repo)
+    return {
+        "components_mb": {k: v / 1e6 for k, v in part.bytes.items()},
+        "walk_total_mb": part.total / 1e6,
+        "snapshot_mb": len(raw) / 1e6,
+        "held_mb": held / 1e6,
+        "peak_mb": peak / 1e6,
+        "rss_growth_mb": rss_mb() - rss0,
+        "seconds": seconds,
+        "files": len(model.repos[repo].state.files),
+    }
+
+
+def run(corpus: str, decode: str, dense: str, restored: bool = False) -> dict[str, Any]:
     tree = package_tree(corpus)
     progress(f"{corpus} {tree.version}: {len(tree.files)} files, {tree.bytes / 1e6:.1f} MB")
-    deltas, worker = worker_scan(tree, decode)
+    snapshot: list[bytes] | None = [] if restored else None
+    deltas, worker = worker_scan(tree, decode, snapshot)
     gc.collect()
     progress(f"worker dropped; folding {len(deltas)} deltas ({decode})")
-    _model, read = read_side(tree, deltas, dense, share_sets=decode == "json-shared-sets")
+    model, read = read_side(tree, deltas, dense, share_sets=decode == "json-shared-sets")
     total = sum(s["traced_mb"] for s in read["steps"])
+    if snapshot:
+        del model
+        read["restored"] = restored_side(snapshot[0])
     return {
         "corpus": corpus,
         "version": tree.version,
@@ -387,6 +435,19 @@ def report(result: dict[str, Any]) -> str:
         f"{read['edges']} edges; decode={result['decode']}; RSS at the end "
         f"{read['rss_mb']:.0f} MB"
     )
+    again = read.get("restored")
+    if again is not None:
+        steps.append(row("restored from the snapshot instead: held", again["held_mb"]))
+        steps.append(row("restored from the snapshot: peak while loading", again["peak_mb"]))
+        steps.append(row("restored from the snapshot: RSS growth", again["rss_growth_mb"]))
+    restored_split: list[str] = []
+    if again is not None:
+        parts = sorted(again["components_mb"].items(), key=lambda kv: -kv[1])
+        rows = [row(k, v) for k, v in parts] + [row("**walk total**", again["walk_total_mb"])]
+        restored_split = [
+            "The read side restored from the snapshot, split the same way:",
+            harness.markdown_table(header, rows),
+        ]
     return "\n\n".join(
         [
             counts,
@@ -397,6 +458,7 @@ def report(result: dict[str, Any]) -> str:
             f"Worker after the scan ({worker['scan_s']:.0f} s, RSS growth "
             f"{worker['rss_growth_mb']:.0f} MB; {worker['references']} references):",
             harness.markdown_table(header, wrows),
+            *restored_split,
         ]
     )
 
@@ -406,9 +468,10 @@ def main() -> None:
     cli.add_argument("--corpus", default="sympy")
     cli.add_argument("--decode", choices=("json", "json-shared-sets", "shared"), default="json")
     cli.add_argument("--dense", default="none")
+    cli.add_argument("--restored", action="store_true", help="also load it from a snapshot")
     args = cli.parse_args()
     configure_logging("warning")
-    result = run(args.corpus, args.decode, args.dense)
+    result = run(args.corpus, args.decode, args.dense, args.restored)
     print(report(result))
     payload = {"benchmark": NAME, "machine": harness.machine(), "result": result}
     progress(f"wrote {harness.write_json(f'{NAME}_{args.corpus}_{args.decode}', payload)}")
