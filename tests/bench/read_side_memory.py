@@ -436,12 +436,11 @@ def report(result: dict[str, Any]) -> str:
         f"{read['rss_mb']:.0f} MB"
     )
     again = read.get("restored")
+    restored_split: list[str] = []
     if again is not None:
         steps.append(row("restored from the snapshot instead: held", again["held_mb"]))
         steps.append(row("restored from the snapshot: peak while loading", again["peak_mb"]))
         steps.append(row("restored from the snapshot: RSS growth", again["rss_growth_mb"]))
-    restored_split: list[str] = []
-    if again is not None:
         parts = sorted(again["components_mb"].items(), key=lambda kv: -kv[1])
         rows = [row(k, v) for k, v in parts] + [row("**walk total**", again["walk_total_mb"])]
         restored_split = [
